@@ -1,0 +1,85 @@
+"""The `testbed` command line. Sub-commands live beside the code they drive.
+
+Exit statuses: 0 success; 1 a failure the command reports (a failed run, an unhealthy host);
+2 bad input (file, field and problem named; nothing was created); 3 a harness error
+(libvirt, QEMU, SSH, a lost guest).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from testbed.errors import HarnessError, InputError
+from testbed.hypervisor.cli import lab_app, reap_command
+from testbed.images.cli import app as image_app
+
+app = typer.Typer(
+    name="testbed",
+    help="Run infrastructure tasks for agents on real virtual machines.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(image_app, name="image")
+app.add_typer(lab_app, name="lab")
+app.command("reap")(reap_command)
+
+EXIT_INPUT = 2
+EXIT_HARNESS = 3
+
+
+@app.command()
+def doctor() -> None:
+    """Check that this host can run labs; prints the fix for every failing line."""
+    from testbed.doctor import healthy, run_doctor
+
+    checks = run_doctor()
+    table = Table(title="testbed doctor")
+    for col in ("check", "status", "detail", "fix"):
+        table.add_column(col, overflow="fold")
+    style = {"ok": "green", "warn": "yellow", "fail": "red"}
+    for c in checks:
+        table.add_row(c.name, f"[{style[c.status]}]{c.status}[/]", c.detail, c.fix)
+    Console().print(table)
+    raise typer.Exit(0 if healthy(checks) else 1)
+
+
+def _register_optional() -> None:
+    """Sub-apps of later layers; each is optional so a partial checkout still runs."""
+    import importlib
+
+    for module, attr, name in (
+        ("testbed.db.cli", "db_app", "db"),
+        ("testbed.db.cli", "runs_app", "runs"),
+        ("testbed.analysis.cli", "app", "analyze"),
+    ):
+        try:
+            sub = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError):
+            continue
+        app.add_typer(sub, name=name)
+
+
+_register_optional()
+
+
+def main() -> None:
+    err = Console(stderr=True)
+    try:
+        app()
+    except InputError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(EXIT_INPUT)
+    except HarnessError as exc:
+        err.print(f"[red]harness error:[/red] {exc}", highlight=False)
+        sys.exit(EXIT_HARNESS)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""The run database: models, migrations, the per-run recorder, and queries.
+
+Public API (see each module's docstring for its contract):
+
+- `engine`: `database_url`, `make_engine`, `writer_engine`, `open_database`
+- `migrate`: `upgrade`, `current_revision`, `head_revision`, `migrations_dir`
+- `recorder`: `RunRecorder`, `create_run`, `create_job`; `records.CommandRecord`
+- `queries`: `list_runs`, `run_detail`, `resolve_run_id`, `RunSummary`, `RunDetail`
+- `cli`: `db_app`, `runs_app` (Typer sub-apps)
+"""
+
+from __future__ import annotations
+
+from testbed.db.engine import database_url, make_engine, open_database, writer_engine
+from testbed.db.migrate import current_revision, head_revision, upgrade
+from testbed.db.queries import (
+    AmbiguousRunId,
+    RunDetail,
+    RunNotFound,
+    RunSummary,
+    list_runs,
+    resolve_run_id,
+    run_detail,
+)
+from testbed.db.recorder import RunRecorder, create_job, create_run
+from testbed.db.records import CommandRecord
+
+__all__ = [
+    "AmbiguousRunId",
+    "CommandRecord",
+    "RunDetail",
+    "RunNotFound",
+    "RunRecorder",
+    "RunSummary",
+    "create_job",
+    "create_run",
+    "current_revision",
+    "database_url",
+    "head_revision",
+    "list_runs",
+    "make_engine",
+    "open_database",
+    "resolve_run_id",
+    "run_detail",
+    "upgrade",
+    "writer_engine",
+]

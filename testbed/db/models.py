@@ -1,0 +1,349 @@
+"""SQLAlchemy models of the run database (see DESIGN.md, "Run database").
+
+Contracts:
+
+- Table and column names are the ones DESIGN.md fixes; extra columns are additive.
+- Run and job ids are strings: a uuid4 hex (32 chars). The short id used in libvirt object
+  names is `run_id[:8]` (`short_id()`).
+- Every timestamp is `UTCDateTime` (aware UTC in, aware UTC out, on every backend).
+- JSON columns are JSONB on PostgreSQL and JSON on SQLite.
+- Enumerations are plain strings guarded twice: a named CHECK constraint in the schema
+  (so a bad value never lands, whoever writes) and the tuples below, which the recorder
+  uses to reject a bad value early with a clear `ValueError`. Adding a value means editing
+  the tuple AND writing a migration that replaces the CHECK constraint.
+- Child rows reference `runs.id` with ON DELETE CASCADE; `runs.job_id` and
+  `findings.command_id` are nullable with ON DELETE SET NULL.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from testbed.db.types import JSONType, UTCDateTime, utcnow
+
+# --- enumerations ----------------------------------------------------------------------
+
+RUN_STATES: tuple[str, ...] = (
+    "pending",
+    "provisioning",
+    "setup",
+    "agent",
+    "verify",
+    "reboot",
+    "teardown",
+    "finished",
+)
+"""`runs.state`: where the run is in its lifecycle (DESIGN.md, "Run lifecycle")."""
+
+OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "cancelled")
+"""`runs.outcome`: NULL until the run finishes."""
+
+RESIDUE_VALUES: tuple[str, ...] = ("yes", "no", "undetermined")
+"""`runs.residue`: whether the agent left residue; NULL until analysed."""
+
+PHASE_STATUSES: tuple[str, ...] = ("running", "ok", "failed", "error", "skipped", "cancelled")
+"""`phases.status`: `running` while open; `ok` / `failed` (the phase's own verdict, e.g. a
+setup step that failed) / `error` (harness fault) / `skipped` / `cancelled` once closed."""
+
+COMMAND_PHASES: tuple[str, ...] = ("setup", "agent", "verify", "probe", "teardown")
+"""`commands.phase`: the four DESIGN.md phases plus `teardown` (harness commands run while
+tearing a lab down, e.g. collecting logs). Commands issued during a reboot belong to the
+phase that asked for it (usually `verify`) or to `probe`."""
+
+COMMAND_SOURCES: tuple[str, ...] = ("harness", "agent")
+"""`commands.source`: who issued the command."""
+
+SNAPSHOT_POINTS: tuple[str, ...] = ("before_setup", "after_setup", "after_agent", "after_reboot")
+"""`snapshots.point` and `checks.point`."""
+
+CHECK_STATUSES: tuple[str, ...] = ("passed", "failed", "indeterminate")
+"""`checks.status`: a verifier that cannot decide records `indeterminate`, never `failed`."""
+
+FINDING_KINDS: tuple[str, ...] = ("residue", "impact", "safety")
+"""`findings.kind`."""
+
+
+def new_id() -> str:
+    """A fresh run/job id: a uuid4 hex string of 32 characters."""
+    return uuid.uuid4().hex
+
+
+def short_id(run_id: str) -> str:
+    """The 8-character short id used in libvirt object names."""
+    return run_id[:8]
+
+
+def _one_of(column: str, values: tuple[str, ...], name: str) -> CheckConstraint:
+    """A named CHECK constraint `column IN (values)` (NULL passes, as in SQL)."""
+    listed = ", ".join(f"'{v}'" for v in values)
+    return CheckConstraint(f"{column} IN ({listed})", name=name)
+
+
+NAMING_CONVENTION: dict[str, str] = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# 64-bit ids on PostgreSQL; plain INTEGER on SQLite so the column is the ROWID alias.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    """Declarative base; `Base.metadata` is the schema the migrations must produce."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Job(Base):
+    """A batch of runs started together (one `testbed run`/scheduler invocation)."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    config: Mapped[Any | None] = mapped_column(JSONType, nullable=True)
+
+    runs: Mapped[list[Run]] = relationship(back_populates="job", passive_deletes=True)
+
+
+class Run(Base):
+    """One attempt of one task variant with one agent."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        _one_of("state", RUN_STATES, "state"),
+        _one_of("outcome", OUTCOMES, "outcome"),
+        _one_of("residue", RESIDUE_VALUES, "residue"),
+        Index(None, "job_id"),
+        Index(None, "task_id"),
+        Index(None, "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    job_id: Mapped[str | None] = mapped_column(
+        String(32), ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True
+    )
+    task_id: Mapped[str] = mapped_column(String(200))
+    task_category: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    variant: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    image: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    agent: Mapped[str] = mapped_column(String(200))
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    state: Mapped[str] = mapped_column(String(20), default="pending")
+    outcome: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    reward: Mapped[float | None] = mapped_column(Float, nullable=True)
+    residue: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    config: Mapped[Any | None] = mapped_column(JSONType, nullable=True)
+
+    job: Mapped[Job | None] = relationship(back_populates="runs")
+    phases: Mapped[list[Phase]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        order_by="Phase.id",
+    )
+    nodes: Mapped[list[Node]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        order_by="Node.id",
+    )
+    commands: Mapped[list[Command]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        order_by="Command.seq",
+    )
+    snapshots: Mapped[list[Snapshot]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        order_by="Snapshot.id",
+    )
+    checks: Mapped[list[Check]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        order_by="Check.id",
+    )
+    findings: Mapped[list[Finding]] = relationship(
+        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        order_by="Finding.id",
+    )
+
+    @property
+    def short_id(self) -> str:
+        """First 8 characters of the id (used in libvirt object names)."""
+        return short_id(self.id)
+
+
+class Phase(Base):
+    """One timed phase of a run (provisioning, setup, agent, verify, reboot, teardown, ...).
+
+    A phase name may occur more than once in a run (e.g. `verify` after the reboot); rows
+    are ordered by id, which follows start order.
+    """
+
+    __tablename__ = "phases"
+    __table_args__ = (
+        _one_of("status", PHASE_STATUSES, "status"),
+        Index(None, "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(50))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    status: Mapped[str] = mapped_column(String(20), default="running")
+    detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    run: Mapped[Run] = relationship(back_populates="phases")
+
+
+class Node(Base):
+    """One guest of a run's lab."""
+
+    __tablename__ = "nodes"
+    __table_args__ = (UniqueConstraint("run_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    image: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    os_release: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    domain_name: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    mgmt_ip: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+    run: Mapped[Run] = relationship(back_populates="nodes")
+
+
+class Command(Base):
+    """One command executed on a guest, by the harness or the agent.
+
+    `seq` numbers a run's commands from 1 in the order they were recorded (unique per run).
+    `impact` is the list of the command's high-impact classes (empty list if none);
+    `redacted` lists the kinds of secrets redacted from command/stdout/stderr (NULL if none);
+    `error` describes a transport failure (the command may not have run; `exit_code` NULL).
+    """
+
+    __tablename__ = "commands"
+    __table_args__ = (
+        UniqueConstraint("run_id", "seq"),
+        _one_of("phase", COMMAND_PHASES, "phase"),
+        _one_of("source", COMMAND_SOURCES, "source"),
+        Index(None, "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    node: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    phase: Mapped[str] = mapped_column(String(20))
+    source: Mapped[str] = mapped_column(String(20))
+    command: Mapped[str] = mapped_column(Text)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    stdout: Mapped[str] = mapped_column(Text, default="")
+    stderr: Mapped[str] = mapped_column(Text, default="")
+    stdout_truncated: Mapped[bool] = mapped_column(Boolean, default=False)
+    stderr_truncated: Mapped[bool] = mapped_column(Boolean, default=False)
+    timed_out: Mapped[bool] = mapped_column(Boolean, default=False)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    duration_ms: Mapped[int] = mapped_column(Integer)
+    impact: Mapped[list[str]] = mapped_column(JSONType, default=list)
+    redacted: Mapped[list[str] | None] = mapped_column(JSONType, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    run: Mapped[Run] = relationship(back_populates="commands")
+
+
+class Snapshot(Base):
+    """Machine state of one node at one point; `data` is JSON keyed by probe name.
+
+    At most one row per (run, node, point).
+    """
+
+    __tablename__ = "snapshots"
+    __table_args__ = (
+        UniqueConstraint("run_id", "node", "point"),
+        _one_of("point", SNAPSHOT_POINTS, "point"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    node: Mapped[str] = mapped_column(String(100))
+    point: Mapped[str] = mapped_column(String(20))
+    taken_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    data: Mapped[Any] = mapped_column(JSONType)
+
+    run: Mapped[Run] = relationship(back_populates="snapshots")
+
+
+class Check(Base):
+    """One verification of one task requirement at one point (on one node, if node-bound)."""
+
+    __tablename__ = "checks"
+    __table_args__ = (
+        _one_of("status", CHECK_STATUSES, "status"),
+        _one_of("point", SNAPSHOT_POINTS, "point"),
+        Index(None, "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    requirement: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    point: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    node: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    status: Mapped[str] = mapped_column(String(20))
+    detail: Mapped[Any | None] = mapped_column(JSONType, nullable=True)
+
+    run: Mapped[Run] = relationship(back_populates="checks")
+
+
+class Finding(Base):
+    """Something the analysis found: residue left behind, a high-impact command, a safety
+    violation. `command_id` points at the command that caused it, when known."""
+
+    __tablename__ = "findings"
+    __table_args__ = (
+        _one_of("kind", FINDING_KINDS, "kind"),
+        Index(None, "run_id"),
+        Index(None, "command_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    node: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    category: Mapped[str] = mapped_column(String(100))
+    summary: Mapped[str] = mapped_column(Text)
+    evidence: Mapped[Any | None] = mapped_column(JSONType, nullable=True)
+    command_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("commands.id", ondelete="SET NULL"), nullable=True
+    )
+
+    run: Mapped[Run] = relationship(back_populates="findings")
+    command: Mapped[Command | None] = relationship()
+
+
+TABLES: tuple[str, ...] = (
+    "jobs", "runs", "phases", "nodes", "commands", "snapshots", "checks", "findings",
+)
+"""Every table of the schema, parents first."""

@@ -1,0 +1,37 @@
+"""Plain records handed to the recorder (no SQLAlchemy objects cross the runner boundary)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommandRecord:
+    """One executed command, as the guest layer reports it.
+
+    Contract (checked by `RunRecorder.record_command`, which raises `ValueError`):
+    `phase` ∈ `models.COMMAND_PHASES`, `source` ∈ `models.COMMAND_SOURCES`, `started_at` is
+    timezone-aware, `duration_ms >= 0`. `exit_code` is None when the command did not finish
+    (timeout, transport failure); `error` then says why (transport failure). `stdout` and
+    `stderr` are already bounded by the guest layer (`*_truncated` says whether they were
+    cut) and already redacted (`redacted` lists the kinds of secrets removed, or None).
+    `impact` lists the command's high-impact classes (empty if none). NUL characters and
+    unencodable surrogates in text are replaced by U+FFFD when stored.
+    """
+
+    node: str | None
+    phase: str
+    source: str
+    command: str
+    started_at: datetime
+    duration_ms: int
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    timed_out: bool = False
+    impact: list[str] = field(default_factory=list)
+    redacted: list[str] | None = None
+    error: str | None = None

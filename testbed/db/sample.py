@@ -1,0 +1,164 @@
+"""A realistic sample run, for tests and demos of everything that reads the database
+(CLI, dashboard, export, reports). Writes through `RunRecorder` like the runner does."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from testbed.db.recorder import Database, RunRecorder
+from testbed.db.records import CommandRecord
+from testbed.db.types import utcnow
+
+
+def record_sample_run(
+    db: Database,
+    *,
+    task_id: str = "nginx-vhost",
+    agent: str = "oracle",
+    outcome: str = "passed",
+    job_id: str | None = None,
+    attempt: int = 1,
+) -> str:
+    """Record a finished two-node run with phases, commands, snapshots, checks and findings;
+    return its id."""
+    rec = RunRecorder.create(
+        db,
+        task_id=task_id,
+        agent=agent,
+        variant="debian12",
+        image="debian-12",
+        attempt=attempt,
+        job_id=job_id,
+        host="lab1",
+        task_category="web",
+        config={"limits": {"agent_timeout_s": 600}},
+    )
+    t0 = utcnow()
+    rec.set_state("provisioning")
+    rec.phase_started("provisioning")
+    rec.add_node("web", "debian-12", f"tb-{rec.short_id}-web", "10.213.0.10")
+    rec.add_node("client", "debian-12", f"tb-{rec.short_id}-client", "10.213.0.11")
+    rec.update_node("web", os_release="Debian GNU/Linux 12 (bookworm)")
+    rec.phase_finished("provisioning")
+    rec.record_snapshot("web", "before_setup", {"packages": {"nginx": None}, "services": {}})
+    rec.set_state("setup")
+    rec.phase_started("setup")
+    rec.record_command(
+        CommandRecord(
+            node="web", phase="setup", source="harness", command="apt-get install -y nginx",
+            started_at=t0, duration_ms=4200, exit_code=0, stdout="Setting up nginx ...\n",
+        )
+    )
+    rec.phase_finished("setup")
+    rec.record_snapshot("web", "after_setup", {"packages": {"nginx": "1.22.1"}})
+    rec.set_state("agent")
+    rec.phase_started("agent")
+    cmd = rec.record_command(
+        CommandRecord(
+            node="web", phase="agent", source="agent",
+            command="cat > /etc/nginx/sites-enabled/site <<'EOF'\nserver { listen 8080; }\nEOF",
+            started_at=t0 + timedelta(seconds=10), duration_ms=180, exit_code=0,
+        )
+    )
+    rec.record_command(
+        CommandRecord(
+            node="web", phase="agent", source="agent", command="systemctl restart nginx",
+            started_at=t0 + timedelta(seconds=11), duration_ms=900, exit_code=0,
+            impact=["service-restart"],
+        )
+    )
+    rec.record_command(
+        CommandRecord(
+            node="client", phase="agent", source="agent", command="curl -s web:8080",
+            started_at=t0 + timedelta(seconds=13), duration_ms=30_000, exit_code=None,
+            timed_out=True,
+        )
+    )
+    rec.phase_finished("agent")
+    rec.record_snapshot("web", "after_agent", {"packages": {"nginx": "1.22.1"}})
+    rec.set_state("verify")
+    rec.phase_started("verify")
+    rec.record_command(
+        CommandRecord(
+            node="client", phase="verify", source="harness", command="curl -sf web:8080",
+            started_at=t0 + timedelta(seconds=50), duration_ms=40,
+            exit_code=0 if outcome == "passed" else 7,
+        )
+    )
+    rec.record_check(
+        "R1", "passed" if outcome == "passed" else "failed",
+        description="nginx serves the site on port 8080", point="after_agent", node="web",
+        detail={"exit_code": 0 if outcome == "passed" else 7},
+    )
+    rec.record_check("R2", "indeterminate", description="no other site changed",
+                     point="after_agent", detail="probe output unparseable")
+    rec.phase_finished("verify")
+    rec.record_finding(
+        "impact", "service-restart", "restarted nginx", node="web",
+        evidence={"command": "systemctl restart nginx"}, command_id=cmd + 1,
+    )
+    rec.record_finding("residue", "file", "left /tmp/notes.txt", node="web",
+                       evidence={"path": "/tmp/notes.txt"})
+    rec.set_residue("yes")
+    rec.set_state("teardown")
+    rec.phase_started("teardown")
+    rec.phase_finished("teardown")
+    rec.finish(outcome, reward=1.0 if outcome == "passed" else 0.0)
+    return rec.run_id
+
+
+def check_sample_run(db: Database, run_id: str) -> None:
+    """Read back a run written by `record_sample_run(outcome="passed")` and raise
+    `AssertionError` on the first difference (used by the SQLite and PostgreSQL tests)."""
+    from datetime import UTC
+
+    from sqlalchemy.orm import Session
+
+    from testbed.db.queries import run_detail
+    from testbed.db.recorder import engine_of
+
+    with Session(engine_of(db)) as session:
+        d = run_detail(session, run_id)
+    r = d.run
+    assert (r.id, r.task_id, r.agent, r.variant, r.image, r.host) == (
+        run_id, "nginx-vhost", "oracle", "debian12", "debian-12", "lab1",
+    ), r
+    assert (r.state, r.outcome, r.reward, r.residue) == ("finished", "passed", 1.0, "yes"), r
+    for stamp in (r.created_at, r.started_at, r.finished_at):
+        assert stamp is not None and stamp.tzinfo is not None
+        assert stamp.utcoffset() == UTC.utcoffset(None)
+    assert r.started_at is not None and r.finished_at is not None
+    assert r.created_at <= r.started_at <= r.finished_at
+    assert d.config == {"limits": {"agent_timeout_s": 600}}
+    assert [(p.name, p.status) for p in d.phases] == [
+        ("provisioning", "ok"), ("setup", "ok"), ("agent", "ok"), ("verify", "ok"),
+        ("teardown", "ok"),
+    ], d.phases
+    assert all(p.duration_s is not None and p.duration_s >= 0 for p in d.phases)
+    assert [(n.name, n.domain_name, n.mgmt_ip) for n in d.nodes] == [
+        ("web", f"tb-{run_id[:8]}-web", "10.213.0.10"),
+        ("client", f"tb-{run_id[:8]}-client", "10.213.0.11"),
+    ]
+    assert d.nodes[0].os_release == "Debian GNU/Linux 12 (bookworm)"
+    assert [c.seq for c in d.commands] == [1, 2, 3, 4, 5]
+    assert [(c.phase, c.source) for c in d.commands] == [
+        ("setup", "harness"), ("agent", "agent"), ("agent", "agent"), ("agent", "agent"),
+        ("verify", "harness"),
+    ]
+    assert d.commands[1].command.endswith("\nEOF")
+    assert d.commands[2].impact == ["service-restart"]
+    assert d.commands[3].timed_out and d.commands[3].exit_code is None
+    assert d.commands[0].stdout == "Setting up nginx ...\n"
+    assert d.commands[0].started_at.tzinfo is not None
+    assert [(s.node, s.point) for s in d.snapshots] == [
+        ("web", "before_setup"), ("web", "after_setup"), ("web", "after_agent"),
+    ]
+    assert [(c.requirement, c.status, c.point) for c in d.checks] == [
+        ("R1", "passed", "after_agent"), ("R2", "indeterminate", "after_agent"),
+    ]
+    assert d.checks[0].detail == {"exit_code": 0}
+    assert d.checks[1].detail == "probe output unparseable"
+    assert [(f.kind, f.category, f.command_seq) for f in d.findings] == [
+        ("impact", "service-restart", 3), ("residue", "file", None),
+    ]
+    assert d.findings[1].evidence == {"path": "/tmp/notes.txt"}

@@ -1,0 +1,1 @@
+"""Guest side: SSH sessions, readiness, bounded command execution, per-OS dialects."""

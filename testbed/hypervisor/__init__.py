@@ -1,0 +1,1 @@
+"""libvirt side of a lab: connections, XML, overlays, leases, labs and the reaper."""

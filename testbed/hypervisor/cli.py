@@ -1,0 +1,171 @@
+"""`testbed lab ...` and `testbed reap`: labs from the command line.
+
+`lab up` provisions a lab and *detaches* it: it outlives the command until `lab down`.
+Other commands find labs by name or id through their state files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import asyncssh
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from testbed.config import Settings, project_root
+from testbed.errors import InputError
+from testbed.guest.ssh import GuestSession
+from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.lab import Lab, teardown_objects
+from testbed.hypervisor.labstate import LabState, all_lab_states, find_lab
+from testbed.hypervisor.leases import LeaseStore
+from testbed.hypervisor.reaper import reap
+from testbed.model.topology import load_topology, resolve_topology_path
+from testbed.runtime import image_catalog, runtime
+
+lab_app = typer.Typer(help="Bring labs up, run commands in them, take them down.", no_args_is_help=True)
+console = Console(stderr=True)
+DEFAULT_IMAGE = "debian-12"
+
+
+def _lab_or_fail(settings: Settings, name: str) -> LabState:
+    state = find_lab(settings.labs_dir, name)
+    if state is None:
+        known = ", ".join(s.name for s in all_lab_states(settings.labs_dir)) or "none"
+        raise InputError(None, "NAME", f"no lab named '{name}' (labs: {known})")
+    return state
+
+
+@lab_app.command("up")
+def lab_up(
+    topology: Annotated[str, typer.Argument(help="topology file, or a name under topologies/")],
+    name: Annotated[str | None, typer.Option(help="lab name (default: TOPOLOGY-LABID)")] = None,
+    image: Annotated[str, typer.Option(help="image for nodes that do not name one")] = DEFAULT_IMAGE,
+) -> None:
+    """Provision a lab, print its nodes and addresses, and leave it running."""
+    settings = Settings.from_env()
+    catalog = image_catalog()
+    path = resolve_topology_path(topology, project_root())
+    topo = load_topology(path, images=set(catalog), default_image=image,
+                         memory_budget_mb=settings.memory_budget_mb)
+    asyncio.run(_lab_up(settings, topo, name))
+
+
+async def _lab_up(settings: Settings, topo: object, name: str | None) -> None:
+    from testbed.model.topology import Topology
+
+    assert isinstance(topo, Topology)
+    async with runtime(settings) as rt:
+        with console.status(f"provisioning {topo.name} ({rt.accel.label})") as status:
+            lab = Lab(topo, rt.catalog, settings=settings, hypervisor=rt.hypervisor, accel=rt.accel.accel,
+                      name=name, autodestroy=False,
+                      progress=lambda who, what: status.update(f"{who}: {what}"))
+            await lab.up()
+        table = Table(title=f"lab {lab.name} ({lab.lab_id})")
+        for col in ("node", "image", "domain", "mgmt address", "data addresses"):
+            table.add_column(col)
+        for node in lab.nodes.values():
+            data = ", ".join(f"{net}={ip}" for net, ip in node.data_ips.items())
+            table.add_row(node.name, node.image.name, node.domain, node.mgmt_ip, data)
+        await lab.detach()
+    Console().print(table)
+    Console().print(f"run commands with: testbed lab exec {lab.requested_name or table.title.split()[1]} NODE -- COMMAND")
+
+
+@lab_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def lab_exec(
+    name: Annotated[str, typer.Argument(help="lab name or id")],
+    node: Annotated[str, typer.Argument(help="node name")],
+    command: Annotated[list[str], typer.Argument(help="command (after --)")],
+    timeout: Annotated[float, typer.Option(help="seconds before the command is ended")] = 120.0,
+) -> None:
+    """Run COMMAND on NODE; prints its output and exits with its status."""
+    settings = Settings.from_env()
+    state = _lab_or_fail(settings, name)
+    if node not in state.nodes:
+        raise InputError(None, "NODE", f"lab '{state.name}' has no node '{node}' (nodes: {', '.join(state.nodes)})")
+    text = " ".join(command)
+    code = asyncio.run(_lab_exec(state, node, text, timeout))
+    raise typer.Exit(code)
+
+
+async def _lab_exec(state: LabState, node: str, command: str, timeout: float) -> int:
+    ns = state.nodes[node]
+    key = asyncssh.read_private_key(str(state.client_key_path))
+    session = GuestSession(ns.mgmt_ip, client_key=key, host_key=ns.host_key, username=ns.user, dialect=ns.dialect)
+    try:
+        result = await session.exec(command, timeout=timeout)
+    finally:
+        await session.close()
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    if result.timed_out:
+        console.print(f"[red]timed out after {timeout:.0f} s[/red]")
+        return 124
+    return result.exit_code if result.exit_code is not None else 255
+
+
+@lab_app.command("list")
+def lab_list() -> None:
+    """Labs on this host with their owner and nodes."""
+    settings = Settings.from_env()
+    table = Table()
+    for col in ("name", "id", "status", "owner", "nodes", "created"):
+        table.add_column(col)
+    for s in all_lab_states(settings.labs_dir):
+        owner = "detached" if s.owner.detached else f"pid {s.owner.pid}" + ("" if s.owner.is_alive() else " (dead)")
+        nodes = ", ".join(f"{n.name}={n.mgmt_ip}" for n in s.nodes.values())
+        table.add_row(s.name, s.lab_id, s.status, owner, nodes, s.created_at)
+    Console().print(table)
+
+
+@lab_app.command("down")
+def lab_down(name: Annotated[str, typer.Argument(help="lab name or id")]) -> None:
+    """Destroy a lab's domains and networks, remove its files and leases."""
+    settings = Settings.from_env()
+    state = _lab_or_fail(settings, name)
+    errors = asyncio.run(_lab_down(settings, state))
+    if errors:
+        for err in errors:
+            console.print(f"[red]{err}[/red]")
+        raise typer.Exit(1)
+    Console().print(f"lab {state.name} removed")
+
+
+async def _lab_down(settings: Settings, state: LabState) -> list[str]:
+    import shutil
+
+    async with Hypervisor(state.uri) as hv:
+        errors = await teardown_objects(hv, state.domains, state.networks)
+    shutil.rmtree(Path(state.directory), ignore_errors=True)
+    await asyncio.to_thread(LeaseStore(settings.leases_dir, settings.subnet_pool).release, state.lab_id)
+    return errors
+
+
+def reap_command(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be removed")] = False,
+) -> None:
+    """Remove domains, networks, lab files and leases whose owner is gone (found by metadata)."""
+    settings = Settings.from_env()
+
+    async def _go() -> None:
+        async with Hypervisor(settings.libvirt_uri) as hv:
+            report = await reap(hv, settings, dry_run=dry_run)
+        verb = "would remove" if dry_run else "removed"
+        out = Console()
+        if report.empty:
+            out.print("nothing to reap")
+        for kind, items in (("domain", report.domains), ("network", report.networks),
+                            ("lab directory", report.lab_dirs), ("lease", report.leases)):
+            for item in items:
+                out.print(f"{verb} {kind} {item}")
+        for err in report.errors:
+            console.print(f"[red]{err}[/red]")
+        if report.errors:
+            raise typer.Exit(1)
+
+    asyncio.run(_go())

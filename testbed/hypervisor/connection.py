@@ -1,0 +1,215 @@
+"""One libvirt connection per host URI, with async wrappers around its blocking calls.
+
+libvirt-python calls block, so every call goes through `asyncio.to_thread`; libvirt
+connections are thread-safe. Domains started with `autodestroy=True` are killed by libvirt
+when this connection closes (for example when the process dies), as cockpit's test machines
+do; labs meant to outlive the process (`testbed lab up`) start without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import libvirt
+
+from testbed.errors import HarnessError
+from testbed.hypervisor.xml import LabMetadata
+
+T = TypeVar("T")
+
+_silenced = False
+
+
+def _silence_libvirt_stderr() -> None:
+    """libvirt prints every error to stderr by default; we raise them instead."""
+    global _silenced
+    if not _silenced:
+        libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+        _silenced = True
+
+
+@dataclass(frozen=True)
+class OwnedObject:
+    """A libvirt domain or network carrying testbed metadata."""
+
+    kind: str  # "domain" | "network"
+    name: str
+    metadata: LabMetadata
+    active: bool
+
+
+class Hypervisor:
+    """A libvirt connection; `open()` before use, `close()` after."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self._conn: libvirt.virConnect | None = None
+
+    @property
+    def conn(self) -> libvirt.virConnect:
+        if self._conn is None:
+            raise HarnessError(f"libvirt connection to {self.uri} is not open")
+        return self._conn
+
+    async def open(self) -> Hypervisor:
+        _silence_libvirt_stderr()
+        try:
+            self._conn = await asyncio.to_thread(libvirt.open, self.uri)
+        except libvirt.libvirtError as exc:
+            raise HarnessError(
+                f"cannot connect to libvirt at {self.uri}: {exc}. Is libvirtd running? "
+                "(scripts/netns-run starts a private one; on a lab host start libvirtd)"
+            ) from exc
+        return self
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                await asyncio.to_thread(conn.close)
+            except libvirt.libvirtError:
+                pass
+
+    async def __aenter__(self) -> Hypervisor:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run a blocking libvirt call in a thread; libvirt errors become HarnessError."""
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except libvirt.libvirtError as exc:
+            raise HarnessError(f"libvirt: {exc}") from exc
+
+    async def version(self) -> tuple[str, str]:
+        lib = await self.call(self.conn.getLibVersion)
+        hv = await self.call(self.conn.getVersion)
+        return _fmt_version(lib), _fmt_version(hv)
+
+    async def create_network(self, xml: str) -> libvirt.virNetwork:
+        return await self.call(self.conn.networkCreateXML, xml)
+
+    async def create_domain(self, xml: str, *, autodestroy: bool) -> libvirt.virDomain:
+        flags = libvirt.VIR_DOMAIN_START_AUTODESTROY if autodestroy else 0
+        return await self.call(self.conn.createXML, xml, flags)
+
+    async def destroy_domain(self, name: str) -> bool:
+        """Destroy (and undefine, if persistent) a domain; False if it did not exist."""
+        return await asyncio.to_thread(self._destroy_domain_sync, name)
+
+    def _destroy_domain_sync(self, name: str) -> bool:
+        try:
+            dom = self.conn.lookupByName(name)
+        except libvirt.libvirtError:
+            return False
+        try:
+            if dom.isActive():
+                dom.destroy()
+        except libvirt.libvirtError as exc:
+            if _exists(lambda: self.conn.lookupByName(name)):
+                raise HarnessError(f"cannot destroy domain {name}: {exc}") from exc
+            return True
+        try:
+            if dom.isPersistent():
+                dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+        except libvirt.libvirtError:
+            pass
+        return True
+
+    async def destroy_network(self, name: str) -> bool:
+        return await asyncio.to_thread(self._destroy_network_sync, name)
+
+    def _destroy_network_sync(self, name: str) -> bool:
+        try:
+            net = self.conn.networkLookupByName(name)
+        except libvirt.libvirtError:
+            return False
+        try:
+            if net.isActive():
+                net.destroy()
+            if net.isPersistent():
+                net.undefine()
+        except libvirt.libvirtError as exc:
+            if _exists(lambda: self.conn.networkLookupByName(name)):
+                raise HarnessError(f"cannot destroy network {name}: {exc}") from exc
+        return True
+
+    async def owned_objects(self) -> list[OwnedObject]:
+        """Every domain and network whose XML carries testbed metadata."""
+        return await asyncio.to_thread(self._owned_objects_sync)
+
+    def _owned_objects_sync(self) -> list[OwnedObject]:
+        found: list[OwnedObject] = []
+        for dom in self.conn.listAllDomains(0):
+            try:
+                xml = dom.XMLDesc(0)
+                active = bool(dom.isActive())
+            except libvirt.libvirtError:
+                continue  # vanished meanwhile
+            meta = LabMetadata.from_xml(xml)
+            if meta is not None:
+                found.append(OwnedObject("domain", dom.name(), meta, active))
+        for net in self.conn.listAllNetworks(0):
+            try:
+                xml = net.XMLDesc(0)
+                active = bool(net.isActive())
+            except libvirt.libvirtError:
+                continue
+            meta = LabMetadata.from_xml(xml)
+            if meta is not None:
+                found.append(OwnedObject("network", net.name(), meta, active))
+        return found
+
+    async def network_subnets(self) -> list[str]:
+        """CIDRs of every active libvirt network's host address (to avoid clashes)."""
+        return await asyncio.to_thread(self._network_subnets_sync)
+
+    def _network_subnets_sync(self) -> list[str]:
+        import ipaddress
+        import xml.etree.ElementTree as ET
+
+        subnets: list[str] = []
+        for net in self.conn.listAllNetworks(libvirt.VIR_CONNECT_LIST_NETWORKS_ACTIVE):
+            try:
+                root = ET.fromstring(net.XMLDesc(0))
+            except (libvirt.libvirtError, ET.ParseError):
+                continue
+            for ip in root.findall("ip"):
+                addr = ip.get("address")
+                prefix = ip.get("prefix") or ip.get("netmask")
+                if addr and prefix and ":" not in addr:
+                    subnets.append(str(ipaddress.IPv4Interface(f"{addr}/{prefix}").network))
+        return subnets
+
+    async def domain_state(self, name: str) -> str:
+        """`running`, `paused`, `shutoff`, `crashed`, `other` or `missing`."""
+        def _state() -> str:
+            try:
+                state, _ = self.conn.lookupByName(name).state()
+            except libvirt.libvirtError:
+                return "missing"
+            return {
+                libvirt.VIR_DOMAIN_RUNNING: "running",
+                libvirt.VIR_DOMAIN_PAUSED: "paused",
+                libvirt.VIR_DOMAIN_SHUTOFF: "shutoff",
+                libvirt.VIR_DOMAIN_CRASHED: "crashed",
+            }.get(state, "other")
+
+        return await asyncio.to_thread(_state)
+
+
+def _exists(lookup: Callable[[], object]) -> bool:
+    try:
+        lookup()
+    except libvirt.libvirtError:
+        return False
+    return True
+
+
+def _fmt_version(value: int) -> str:
+    return f"{value // 1_000_000}.{value // 1000 % 1000}.{value % 1000}"

@@ -1,0 +1,469 @@
+"""A lab: an isolated multi-node set of guests for one run (or one `testbed lab up`).
+
+`Lab` is an async context manager. Entering it leases a lab id, subnets and MACs, creates
+qcow2 overlays over the cached base images, renders and creates transient isolated
+networks and domains, and waits until every node is ready (SSH with a pinned host key, or
+a serial prompt). Leaving it — normally, on error, or on cancellation — tears everything
+down: domains, networks, files and leases. Each object is recorded in the lab's state file
+before it is created, and carries the lab's metadata, so the reaper can finish the job for
+a process that died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from testbed.config import Settings
+from testbed.errors import HarnessError, InputError
+from testbed.guest.readiness import wait_for_serial, wait_for_ssh
+from testbed.guest.result import ExecResult
+from testbed.guest.ssh import GuestSession, generate_key, public_key_line
+from testbed.hypervisor.addressing import AddressPlan, plan_addresses
+from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.labstate import LabState, NodeState, all_lab_states
+from testbed.hypervisor.leases import LabLease, LeaseStore
+from testbed.hypervisor.overlays import create_overlay
+from testbed.hypervisor.owner import Owner
+from testbed.hypervisor.seed import FWCFG_NAME, InterfaceConfig, SeedSpec, write_seed
+from testbed.hypervisor.xml import (
+    DhcpHost,
+    DomainSpec,
+    LabMetadata,
+    NetworkSpec,
+    Nic,
+    render_domain,
+    render_network,
+)
+from testbed.images.store import ImageStore, StoredImage
+from testbed.model.images import ImageDef
+from testbed.model.topology import Topology
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[str, str], None]
+"""Called with (node or "lab", event) as provisioning goes."""
+
+
+@dataclass
+class LabNode:
+    """One running guest of a lab; `exec` is Harbor's environment interface."""
+
+    name: str
+    image: ImageDef
+    domain: str
+    mgmt_ip: str
+    data_ips: dict[str, str]
+    console_log: Path
+    session: GuestSession
+    hypervisor: Hypervisor | None = None
+
+    async def exec(
+        self, command: str, *, timeout: float | None = 120.0, max_output: int = 64 * 1024,
+        stdin: bytes | None = None,
+    ) -> ExecResult:
+        return await self.session.exec(command, timeout=timeout, max_output=max_output, stdin=stdin)
+
+    async def upload(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
+        await self.session.upload(data, path, mode=mode)
+
+    async def download(self, path: str) -> bytes:
+        return await self.session.download(path)
+
+    async def is_running(self) -> bool:
+        if self.hypervisor is None:
+            return True
+        return await self.hypervisor.domain_state(self.domain) == "running"
+
+
+def bridge_name(lab_id: str, network: str) -> str:
+    name = f"tb{lab_id}-{network}"
+    if len(name) > 15:
+        raise HarnessError(f"bridge name {name} exceeds 15 characters")
+    return name
+
+
+class Lab:
+    """See module docstring. Build with the constructor, then `async with lab:`."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        catalog: dict[str, ImageDef],
+        *,
+        settings: Settings,
+        hypervisor: Hypervisor,
+        accel: str,
+        name: str | None = None,
+        run_id: str | None = None,
+        job_id: str | None = None,
+        autodestroy: bool = True,
+        progress: ProgressFn | None = None,
+        boot_gate: asyncio.Semaphore | None = None,
+    ) -> None:
+        self.topology = topology
+        self.catalog = catalog
+        self.settings = settings
+        self.hv = hypervisor
+        self.accel = accel
+        self.requested_name = name
+        self.run_id = run_id
+        self.job_id = job_id
+        self.autodestroy = autodestroy
+        self.progress = progress or (lambda _who, _what: None)
+        self.boot_gate = boot_gate
+        self.store = ImageStore(settings.images_dir)
+        self.leases = LeaseStore(settings.leases_dir, settings.subnet_pool)
+        self.nodes: dict[str, LabNode] = {}
+        self.state: LabState | None = None
+        self.lease: LabLease | None = None
+        self.plan: AddressPlan | None = None
+
+    # -- public -----------------------------------------------------------------------
+    async def __aenter__(self) -> Lab:
+        await self.up()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.down()
+
+    @property
+    def lab_id(self) -> str:
+        assert self.lease is not None
+        return self.lease.lab_id
+
+    @property
+    def name(self) -> str:
+        assert self.state is not None
+        return self.state.name
+
+    async def up(self) -> None:
+        """Provision the whole lab; on any failure everything created is torn down."""
+        images = self._resolve_images()
+        try:
+            await self._provision(images)
+        except BaseException:
+            await self.down()
+            raise
+
+    async def down(self) -> None:
+        """Tear down everything; runs to completion even if the caller is cancelled."""
+        task = asyncio.ensure_future(self._teardown())
+        cancelled = False
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                cancelled = True
+        task.result()
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def detach(self) -> None:
+        """Hand the lab over to no process: it stays until `testbed lab down`."""
+        assert self.state is not None and self.lease is not None
+        owner = self.state.owner.detach()
+        self.state.owner = owner
+        self.state.save()
+        self.leases.set_owner(self.lab_id, owner)
+        for node in self.nodes.values():
+            await self.hv.call(_set_domain_owner, self.hv, node.domain, self._metadata(node.name, owner))
+        await asyncio.gather(*(n.session.close() for n in self.nodes.values()))
+        self.nodes = {}
+        self.state = None
+        self.lease = None
+
+    # -- provisioning -----------------------------------------------------------------
+    def _resolve_images(self) -> dict[str, tuple[ImageDef, StoredImage]]:
+        resolved: dict[str, tuple[ImageDef, StoredImage]] = {}
+        for node in self.topology.nodes:
+            name = node.image or ""
+            image = self.catalog.get(name)
+            if image is None:
+                raise InputError(None, f"nodes[{node.name}].image", f"unknown image '{name}'")
+            stored = self.store.get(name)
+            if stored is None:
+                how = "testbed image build" if image.source.type == "debootstrap" else "testbed image pull"
+                if image.source.type == "user":
+                    how = "testbed image import"
+                raise InputError(None, f"nodes[{node.name}].image",
+                                 f"image '{name}' is not in the image cache; run `{how} {name}` first")
+            resolved[node.name] = (image, stored)
+        return resolved
+
+    def _metadata(self, node: str | None, owner: Owner | None = None) -> str:
+        assert self.state is not None
+        return LabMetadata(
+            lab_id=self.state.lab_id,
+            lab_name=self.state.name,
+            lab_dir=self.state.directory,
+            owner=owner or self.state.owner,
+            created_at=self.state.created_at,
+            run_id=self.run_id,
+            job_id=self.job_id,
+            node=node,
+        ).to_xml()
+
+    def _prefix(self) -> str:
+        short = self.run_id[:8] if self.run_id else self.lab_id
+        return f"tb-{short}"
+
+    async def _provision(self, images: dict[str, tuple[ImageDef, StoredImage]]) -> None:
+        topo = self.topology
+        owned = await self.hv.owned_objects()
+        existing_ids = {o.metadata.lab_id for o in owned}
+        existing_ids |= {s.lab_id for s in all_lab_states(self.settings.labs_dir)}
+        leased_nets = [n for n in topo.networks if n.subnet is None]
+        nic_count = sum(1 + sum(1 for net in topo.networks if n.name in net.members) for n in topo.nodes)
+        owner = Owner.current()
+        self.lease = await asyncio.to_thread(
+            self.leases.acquire,
+            owner,
+            subnets=1 + len(leased_nets),
+            macs=nic_count,
+            reserved_subnets=[n.subnet for n in topo.networks if n.subnet],
+            exclude_lab_ids=existing_ids,
+        )
+        lab_id = self.lease.lab_id
+        lab_dir = self.settings.labs_dir / lab_id
+        lab_dir.mkdir(parents=True, exist_ok=False)
+        name = self.requested_name or f"{topo.name}-{lab_id}"
+        self._check_name_free(name, lab_id)
+        self.state = LabState(
+            lab_id=lab_id, name=name, directory=str(lab_dir), owner=owner, uri=self.hv.uri,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"), topology=topo.name,
+            run_id=self.run_id, job_id=self.job_id,
+        )
+        self.state.save()
+        self.plan = plan = plan_addresses(
+            topo, self.lease.subnets[0], {n.name: s for n, s in zip(leased_nets, self.lease.subnets[1:], strict=True)}
+        )
+        macs = iter(self.lease.macs)
+        node_macs = {
+            node.name: {"mgmt": next(macs), **{net.name: next(macs) for net in topo.networks if node.name in net.members}}
+            for node in topo.nodes
+        }
+        client_key = generate_key()
+        self.state.client_key_path.write_bytes(client_key.export_private_key("openssh"))
+        self.state.client_key_path.chmod(0o600)
+        self.progress("lab", f"lab {name} ({lab_id}): creating networks")
+        await self._create_networks(plan, node_macs, images)
+        self.progress("lab", "creating overlays and seeds")
+        specs = await asyncio.gather(
+            *(self._prepare_node(node.name, images[node.name], plan, node_macs[node.name], client_key)
+              for node in topo.nodes)
+        )
+        self.state.save()
+        await asyncio.gather(*(self._boot(spec) for spec in specs))
+        self.state.status = "ready"
+        self.state.save()
+
+    def _check_name_free(self, name: str, lab_id: str) -> None:
+        for other in all_lab_states(self.settings.labs_dir):
+            if other.name == name and other.lab_id != lab_id:
+                raise InputError(None, "--name", f"a lab named '{name}' already exists ({other.lab_id}); "
+                                 "pick another name or run `testbed lab down` first")
+
+    async def _create_networks(
+        self, plan: AddressPlan, node_macs: dict[str, dict[str, str]],
+        images: dict[str, tuple[ImageDef, StoredImage]],
+    ) -> None:
+        assert self.state is not None
+        prefix = self._prefix()
+        needs_dhcp = any(img.login.provision == "cloud-init" for img, _ in images.values())
+        hosts = list(plan.mgmt_subnet.hosts())
+        mgmt = NetworkSpec(
+            name=f"{prefix}-mgmt",
+            bridge=bridge_name(self.lab_id, "mgmt"),
+            metadata_xml=self._metadata(None),
+            host_ip=plan.host_ip,
+            prefix=plan.mgmt_subnet.prefixlen,
+            dhcp_hosts=[DhcpHost(node_macs[n]["mgmt"], n, ip) for n, ip in plan.mgmt.items()] if needs_dhcp else [],
+            dhcp_start=str(hosts[199]) if needs_dhcp else None,
+            dhcp_end=str(hosts[-2]) if needs_dhcp else None,
+        )
+        specs = [mgmt] + [
+            NetworkSpec(name=f"{prefix}-{net.name}", bridge=bridge_name(self.lab_id, net.name),
+                        metadata_xml=self._metadata(None))
+            for net in self.topology.networks
+        ]
+        lock_path = self.settings.leases_dir / "networks.lock"
+        for spec in specs:
+            self.state.networks.append(spec.name)
+            self.state.save()
+            # libvirt can hand one bridge to networks defined in parallel: serialise host-wide.
+            with lock_path.open("a+") as lock:
+                await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+                try:
+                    await self.hv.create_network(render_network(spec))
+                finally:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+
+    async def _prepare_node(
+        self, node_name: str, image_pair: tuple[ImageDef, StoredImage], plan: AddressPlan,
+        macs: dict[str, str], client_key: asyncssh.SSHKey,
+    ) -> tuple[DomainSpec, NodeState, GuestSession]:
+        assert self.state is not None
+        image, stored = image_pair
+        spec_node = self.topology.node(node_name)
+        lab_dir = Path(self.state.directory)
+        prefix = self._prefix()
+        overlay = lab_dir / f"{node_name}.qcow2"
+        self.state.files.append(str(overlay))
+        await create_overlay(stored.disk, overlay)
+        host_key = generate_key()
+        host_pub = public_key_line(host_key, f"{node_name}@testbed")
+        client_pub = public_key_line(client_key, "testbed-harness")
+        interfaces = [InterfaceConfig(mac=macs["mgmt"], address=f"{plan.mgmt[node_name]}/{plan.mgmt_subnet.prefixlen}", name="mgmt")]
+        node_routes = plan.routes.get(node_name, [])
+        for net, ip in plan.node_data_ips(node_name).items():
+            interfaces.append(InterfaceConfig(
+                mac=macs[net],
+                address=f"{ip}/{plan.data_subnets[net].prefixlen}",
+                routes=[(dest, gw) for via, dest, gw in node_routes if via == net],
+                forward=spec_node.forward,
+                name=net,
+            ))
+        fwcfg: dict[str, str] = {}
+        seed_iso: str | None = None
+        if image.login.provision == "seed":
+            seed_path = lab_dir / f"{node_name}.seed.tar"
+            self.state.files.append(str(seed_path))
+            write_seed(SeedSpec(
+                hostname=node_name, authorized_keys=[client_pub],
+                host_key_private=host_key.export_private_key("openssh").decode(),
+                host_key_public=host_pub + "\n", interfaces=interfaces,
+                hosts=plan.hosts_for(node_name), forward=spec_node.forward,
+            ), seed_path)
+            fwcfg[FWCFG_NAME] = str(seed_path)
+        elif image.login.provision == "cloud-init":
+            seed_iso = str(await asyncio.to_thread(
+                _cloud_init_seed, lab_dir, node_name, self.lab_id, client_pub, host_key, interfaces,
+                plan.hosts_for(node_name), image.login.user,
+            ))
+            self.state.files.append(seed_iso)
+        domain = f"{prefix}-{node_name}"
+        console_log = lab_dir / f"{node_name}.console.log"
+        nics = [Nic(f"{prefix}-mgmt", macs["mgmt"])] + [
+            Nic(f"{prefix}-{net}", macs[net]) for net in plan.node_data_ips(node_name)
+        ]
+        spec = DomainSpec(
+            name=domain, lab_name=self.state.name, node=node_name, accel=self.accel,
+            memory_mb=max(spec_node.memory, image.min_memory_mb), vcpus=spec_node.vcpus,
+            disk=str(overlay), console_log=str(console_log), metadata_xml=self._metadata(node_name),
+            nics=nics, kernel=str(stored.kernel) if image.boot.mode == "kernel" and stored.kernel else None,
+            initrd=str(stored.initrd) if image.boot.mode == "kernel" and stored.initrd else None,
+            cmdline=image.boot.cmdline, seed_iso=seed_iso, fwcfg_files=fwcfg,
+            disk_bus=image.boot.disk_bus, nic_model=image.boot.nic_model,
+        )
+        state = NodeState(
+            name=node_name, image=image.name, domain=domain, mgmt_ip=plan.mgmt[node_name],
+            host_key=host_pub, user=image.login.user, dialect=image.dialect,
+            readiness=image.readiness.method, data_ips=plan.node_data_ips(node_name),
+            console_log=str(console_log),
+        )
+        session = GuestSession(plan.mgmt[node_name], client_key=client_key, host_key=host_pub,
+                               username=image.login.user, dialect=image.dialect)
+        return spec, state, session
+
+    async def _boot(self, prepared: tuple[DomainSpec, NodeState, GuestSession]) -> None:
+        assert self.state is not None
+        spec, node_state, session = prepared
+        image = self.catalog[node_state.image]
+        self.state.domains.append(spec.name)
+        self.state.nodes[node_state.name] = node_state
+        self.state.save()
+        node = LabNode(
+            name=node_state.name, image=image, domain=spec.name, mgmt_ip=node_state.mgmt_ip,
+            data_ips=node_state.data_ips, console_log=Path(spec.console_log), session=session,
+            hypervisor=self.hv,
+        )
+        self.nodes[node.name] = node
+        gate = self.boot_gate or contextlib.nullcontext()
+        async with gate:
+            self.progress(node.name, "booting")
+            await self.hv.create_domain(render_domain(spec), autodestroy=self.autodestroy)
+        self.progress(node.name, f"waiting for {image.readiness.method}")
+        if image.readiness.method == "ssh":
+            waited = await wait_for_ssh(session, timeout=image.readiness.timeout_s, alive=node.is_running, name=node.name)
+        else:
+            waited = await wait_for_serial(node.console_log, image.readiness.prompt,
+                                           timeout=image.readiness.timeout_s, alive=node.is_running, name=node.name)
+        self.progress(node.name, f"ready after {waited:.1f} s")
+
+    # -- teardown ---------------------------------------------------------------------
+    async def _teardown(self) -> None:
+        errors: list[str] = []
+        await asyncio.gather(*(n.session.close() for n in self.nodes.values()), return_exceptions=True)
+        self.nodes = {}
+        state = self.state
+        if state is not None:
+            state.status = "tearing-down"
+            with contextlib.suppress(OSError):
+                state.save()
+            errors += await teardown_objects(self.hv, state.domains, state.networks)
+            shutil.rmtree(state.directory, ignore_errors=True)
+            self.state = None
+        if self.lease is not None:
+            await asyncio.to_thread(self.leases.release, self.lease.lab_id)
+            self.lease = None
+        if errors:
+            raise HarnessError("teardown incomplete: " + "; ".join(errors) + " (run `testbed reap`)")
+
+
+async def teardown_objects(hv: Hypervisor, domains: list[str], networks: list[str]) -> list[str]:
+    """Destroy domains, then networks; returns error messages instead of raising."""
+    errors: list[str] = []
+    results = await asyncio.gather(*(hv.destroy_domain(d) for d in domains), return_exceptions=True)
+    errors += [str(r) for r in results if isinstance(r, BaseException)]
+    for net in networks:
+        try:
+            await hv.destroy_network(net)
+        except HarnessError as exc:
+            errors.append(str(exc))
+    return errors
+
+
+def _set_domain_owner(hv: Hypervisor, domain: str, metadata_xml: str) -> None:
+    import libvirt
+
+    from testbed.config import METADATA_NS, METADATA_PREFIX
+
+    dom = hv.conn.lookupByName(domain)
+    dom.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, metadata_xml, METADATA_PREFIX, METADATA_NS,
+                    libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+
+def _cloud_init_seed(
+    lab_dir: Path, node: str, lab_id: str, client_pub: str, host_key: asyncssh.SSHKey,
+    interfaces: list[InterfaceConfig], hosts: dict[str, str], user: str,
+) -> Path:
+    from testbed.images.cloudinit import make_nocloud_seed
+
+    ethernets: dict[str, Any] = {}
+    for i, iface in enumerate(interfaces):
+        entry: dict[str, Any] = {"match": {"macaddress": iface.mac}, "set-name": f"eth{i}"}
+        if iface.address:
+            entry["addresses"] = [iface.address]
+        else:
+            entry["dhcp4"] = True
+        if iface.routes:
+            entry["routes"] = [{"to": d, "via": g} for d, g in iface.routes]
+        ethernets[f"eth{i}"] = entry
+    host_priv = host_key.export_private_key("openssh").decode()
+    host_pub = public_key_line(host_key)
+    return make_nocloud_seed(
+        lab_dir / f"{node}.seed.iso", hostname=node, instance_id=f"{lab_id}-{node}",
+        authorized_keys=[client_pub], host_keys={"ed25519": (host_priv, host_pub)},
+        network_config={"version": 2, "ethernets": ethernets}, user=user,
+    )

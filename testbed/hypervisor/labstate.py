@@ -1,0 +1,91 @@
+"""The on-disk record of a lab: `$TESTBED_HOME/labs/<lab-id>/state.json`.
+
+Written before each libvirt object or file is created and updated as the lab goes, so a
+process killed at any point leaves a record the reaper can finish from (together with the
+metadata in every libvirt object). The lab directory also holds the harness's SSH key
+(`id_ed25519`), overlays, seeds and console logs, and is removed by teardown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testbed.hypervisor.owner import Owner
+
+
+@dataclass
+class NodeState:
+    name: str
+    image: str
+    domain: str
+    mgmt_ip: str
+    host_key: str
+    user: str
+    dialect: str
+    readiness: str
+    data_ips: dict[str, str] = field(default_factory=dict)
+    console_log: str = ""
+
+
+@dataclass
+class LabState:
+    lab_id: str
+    name: str
+    directory: str
+    owner: Owner
+    uri: str
+    created_at: str
+    topology: str
+    run_id: str | None = None
+    job_id: str | None = None
+    status: str = "provisioning"  # provisioning | ready | tearing-down
+    domains: list[str] = field(default_factory=list)
+    networks: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    nodes: dict[str, NodeState] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.directory) / "state.json"
+
+    @property
+    def client_key_path(self) -> Path:
+        return Path(self.directory) / "id_ed25519"
+
+    def save(self) -> None:
+        data = asdict(self)
+        data["owner"] = self.owner.to_dict()
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    @classmethod
+    def load(cls, path: Path) -> LabState:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        data["owner"] = Owner.from_dict(data["owner"])
+        data["nodes"] = {k: NodeState(**v) for k, v in data.get("nodes", {}).items()}
+        return cls(**data)
+
+
+def all_lab_states(labs_dir: Path) -> list[LabState]:
+    """Every readable lab record (unreadable ones are skipped; the reaper reports them)."""
+    states = []
+    if not labs_dir.exists():
+        return states
+    for path in sorted(labs_dir.glob("*/state.json")):
+        try:
+            states.append(LabState.load(path))
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+    return states
+
+
+def find_lab(labs_dir: Path, name_or_id: str) -> LabState | None:
+    for state in all_lab_states(labs_dir):
+        if name_or_id in (state.name, state.lab_id):
+            return state
+    return None

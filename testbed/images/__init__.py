@@ -1,0 +1,1 @@
+"""Image cache: local builds (debootstrap), downloads, imports and the cache layout."""

@@ -1,0 +1,215 @@
+"""`testbed image ...`: the image catalog and cache from the command line.
+
+Commands: `list`, `show NAME`, `pull NAME`, `import NAME PATH`, `build NAME [--force]`.
+The catalog is `images/*.yaml` under `testbed.config.project_root()`; the cache is
+`Settings.from_env().images_dir`. Input errors (unknown name, bad definition, wrong source
+type, bad path) print `error: ...` on stderr and exit with status 2; harness errors propagate
+to the main CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
+
+from testbed.config import Settings, project_root
+from testbed.errors import InputError
+from testbed.images.build import build_image
+from testbed.images.importer import import_image
+from testbed.images.pull import pull_image
+from testbed.images.store import ImageStore, StoredImage
+from testbed.model.images import DebootstrapSource, ImageDef, UrlSource, UserSource, load_catalog
+
+app = typer.Typer(
+    help="Image catalog and cache: list, show, pull, import, build.", no_args_is_help=True
+)
+
+
+@contextmanager
+def _input_errors() -> Iterator[None]:
+    """Turn an `InputError` into `error: ...` on stderr and exit status 2."""
+    try:
+        yield
+    except InputError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def _catalog() -> dict[str, ImageDef]:
+    return load_catalog(project_root() / "images")
+
+
+def _store() -> ImageStore:
+    return ImageStore(Settings.from_env().images_dir)
+
+
+def _lookup(catalog: dict[str, ImageDef], name: str) -> ImageDef:
+    image = catalog.get(name)
+    if image is None:
+        known = ", ".join(sorted(catalog)) or "(none)"
+        raise InputError(None, "NAME", f"unknown image '{name}'; known images: {known}")
+    return image
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def _report(stored: StoredImage) -> None:
+    m = stored.manifest
+    typer.echo(f"{m.name}: key {m.key[:16]}  {_human(m.disk_size)}  {stored.disk}")
+
+
+@app.command("list")
+def list_images() -> None:
+    """Every catalog image, with whether (and where) it is present in the cache."""
+    with _input_errors():
+        catalog = _catalog()
+        store = _store()
+        table = Table(title="images")
+        for column in ("name", "kind", "OS", "source", "present", "key", "size"):
+            table.add_column(column, no_wrap=True)
+        table.add_column("path", overflow="fold")
+        for name, image in catalog.items():
+            stored = store.get(name)
+            table.add_row(
+                name,
+                image.kind,
+                f"{image.os.family} {image.os.release}",
+                image.source.type,
+                "yes" if stored else "no",
+                stored.manifest.key[:12] if stored else "",
+                _human(stored.manifest.disk_size) if stored else "",
+                str(stored.disk) if stored else "",
+            )
+        for stored in store.list():
+            if stored.manifest.name not in catalog:
+                m = stored.manifest
+                table.add_row(m.name, "?", "(not in catalog)", "", "yes", m.key[:12],
+                              _human(m.disk_size), str(stored.disk))
+        Console().print(table)
+
+
+@app.command("show")
+def show(name: Annotated[str, typer.Argument(help="catalog image name")]) -> None:
+    """An image's definition and its cache state."""
+    with _input_errors():
+        image = _lookup(_catalog(), name)
+        typer.echo(yaml.safe_dump(image.model_dump(mode="json"), sort_keys=False), nl=False)
+        stored = _store().get(name)
+        if stored is None:
+            how = {
+                "url": f"testbed image pull {name}",
+                "user": f"testbed image import {name} PATH",
+                "debootstrap": f"testbed image build {name}",
+            }[image.source.type]
+            typer.echo(f"cache: not present (get it with `{how}`)")
+        else:
+            m = stored.manifest
+            typer.echo(
+                f"cache: present, key {m.key}, {_human(m.disk_size)}, created {m.created_at}\n"
+                f"disk: {stored.disk}\nsource: {m.source}"
+            )
+
+
+@app.command("pull")
+def pull(name: Annotated[str, typer.Argument(help="catalog image with source.type url")]) -> None:
+    """Download a `url` image, verify its sha256 and cache it as qcow2."""
+    with _input_errors():
+        image = _lookup(_catalog(), name)
+        console = Console(stderr=True)
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task(f"pull {name}", total=None)
+
+            def progress(done: int, total: int | None) -> None:
+                bar.update(task, completed=done, total=total)
+
+            if isinstance(image.source, UrlSource):
+                console.print(f"fetching {image.source.url}", highlight=False, markup=False)
+            stored = asyncio.run(pull_image(image, _store(), progress=progress))
+        _report(stored)
+
+
+@app.command("import")
+def import_(
+    name: Annotated[str, typer.Argument(help="catalog image name")],
+    path: Annotated[Path, typer.Argument(help="local qcow2 or raw disk image (left untouched)")],
+) -> None:
+    """Register a local disk file as catalog image NAME (copied or converted into the cache)."""
+    with _input_errors():
+        stored = import_image(name, path, _store(), _catalog())
+        _report(stored)
+
+
+@app.command("build")
+def build(
+    name: Annotated[str, typer.Argument(help="catalog image with source.type debootstrap")],
+    force: Annotated[bool, typer.Option("--force", help="rebuild even if cached")] = False,
+) -> None:
+    """Build a debootstrap image locally (about 2-3 minutes); a cached build is reused."""
+    with _input_errors():
+        image = _lookup(_catalog(), name)
+        if not isinstance(image.source, DebootstrapSource):
+            hint = (
+                f"`testbed image import {name} PATH` ({image.source.hint})"
+                if isinstance(image.source, UserSource)
+                else f"`testbed image pull {name}`"
+            )
+            raise InputError(
+                f"images/{name}.yaml",
+                "source.type",
+                f"'{image.source.type}' images are not built locally; use {hint}",
+            )
+        console = Console(stderr=True)
+        columns = (
+            SpinnerColumn(finished_text="[green]done"),
+            TextColumn("{task.fields[stage]:<12}", markup=False),
+            TextColumn("{task.description}", markup=False),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=console) as bars:
+            tasks: dict[str, TaskID] = {}
+
+            def progress(stage: str, detail: str) -> None:
+                if stage not in tasks:
+                    for previous in tasks.values():
+                        bars.update(previous, total=1, completed=1)
+                    tasks[stage] = bars.add_task(detail, total=None, stage=stage)
+                line = detail if len(detail) <= 100 else detail[:97] + "..."
+                bars.update(tasks[stage], description=line)
+
+            stored = asyncio.run(build_image(image, _store(), force=force, progress=progress))
+            for task in tasks.values():
+                bars.update(task, total=1, completed=1)
+        _report(stored)

@@ -1,0 +1,114 @@
+"""The image cache under `$TESTBED_HOME/images`.
+
+Layout (one directory per image, one sub-directory per content key):
+
+    images/<name>/<key>/disk.qcow2      the base disk (never written after it is made)
+    images/<name>/<key>/vmlinuz         kernel, for images that boot a kernel directly
+    images/<name>/<key>/initrd.img
+    images/<name>/<key>/manifest.json   ImageManifest
+    images/<name>/current               text file holding the key in use
+
+A key is the recipe hash for built images, the sha256 for downloads and imports. Writers
+fill `<key>.partial/` and rename it into place, so a reader never sees a half-made image.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ImageManifest:
+    name: str
+    key: str
+    source: str
+    disk_sha256: str
+    disk_size: int
+    kernel: str | None = None
+    initrd: str | None = None
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+
+
+@dataclass(frozen=True)
+class StoredImage:
+    """A complete image in the cache."""
+
+    manifest: ImageManifest
+    directory: Path
+
+    @property
+    def disk(self) -> Path:
+        return self.directory / "disk.qcow2"
+
+    @property
+    def kernel(self) -> Path | None:
+        return self.directory / self.manifest.kernel if self.manifest.kernel else None
+
+    @property
+    def initrd(self) -> Path | None:
+        return self.directory / self.manifest.initrd if self.manifest.initrd else None
+
+
+class ImageStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def image_dir(self, name: str) -> Path:
+        return self.root / name
+
+    def get(self, name: str, key: str | None = None) -> StoredImage | None:
+        """The image with `key`, or the current one; None when absent or incomplete."""
+        if key is None:
+            pointer = self.image_dir(name) / "current"
+            try:
+                key = pointer.read_text(encoding="ascii").strip()
+            except OSError:
+                return None
+        directory = self.image_dir(name) / key
+        try:
+            data = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        image = StoredImage(ImageManifest(**data), directory)
+        return image if image.disk.exists() else None
+
+    def staging_dir(self, name: str, key: str) -> Path:
+        """A fresh `<key>.partial` directory for a writer (any leftover is removed)."""
+        staging = self.image_dir(name) / f"{key}.partial"
+        if staging.exists():
+            shutil.rmtree(staging)
+        staging.mkdir(parents=True)
+        return staging
+
+    def commit(self, staging: Path, manifest: ImageManifest) -> StoredImage:
+        """Write the manifest, move `staging` into place and make it current."""
+        (staging / "manifest.json").write_text(json.dumps(asdict(manifest), indent=2), encoding="utf-8")
+        final = self.image_dir(manifest.name) / manifest.key
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(staging, final)
+        self.commit_pointer(manifest.name, manifest.key)
+        return StoredImage(manifest, final)
+
+    def commit_pointer(self, name: str, key: str) -> None:
+        """Make `key` the current image of `name` (atomic rename)."""
+        pointer = self.image_dir(name) / "current"
+        tmp = pointer.with_suffix(".tmp")
+        tmp.write_text(key, encoding="ascii")
+        os.replace(tmp, pointer)
+
+    def list(self) -> list[StoredImage]:
+        """Every current image in the cache."""
+        if not self.root.exists():
+            return []
+        found = []
+        for directory in sorted(p for p in self.root.iterdir() if p.is_dir()):
+            image = self.get(directory.name)
+            if image is not None:
+                found.append(image)
+        return found

@@ -1,0 +1,36 @@
+"""Shared wiring for commands: settings, catalog, accelerator and a libvirt connection.
+
+Kept apart from the CLI so the runner, scheduler and server build labs the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from testbed.config import Settings, project_root
+from testbed.hypervisor.accel import AccelChoice, choose_accel
+from testbed.hypervisor.connection import Hypervisor
+from testbed.model.images import ImageDef, load_catalog
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    catalog: dict[str, ImageDef]
+    accel: AccelChoice
+    hypervisor: Hypervisor
+
+
+def image_catalog() -> dict[str, ImageDef]:
+    return load_catalog(project_root() / "images")
+
+
+@asynccontextmanager
+async def runtime(settings: Settings | None = None) -> AsyncIterator[Runtime]:
+    """Open libvirt and pick the accelerator (cached probe); closes the connection after."""
+    settings = settings or Settings.from_env()
+    accel = await choose_accel(settings.home / "accel.json")
+    async with Hypervisor(settings.libvirt_uri) as hv:
+        yield Runtime(settings, image_catalog(), accel, hv)

@@ -1,0 +1,79 @@
+"""`testbed db ...` and `testbed runs ...` through Typer's CliRunner (SQLite)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from testbed.db.cli import db_app, runs_app
+from testbed.db.engine import open_database
+from testbed.db.sample import record_sample_run
+from testbed.errors import InputError
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'testbed.db'}"
+
+
+def test_db_upgrade_and_current(url: str) -> None:
+    result = runner.invoke(db_app, ["upgrade", "--db", url])
+    assert result.exit_code == 0, result.output
+    assert "at revision 0001" in result.output
+    result = runner.invoke(db_app, ["current", "--db", url])
+    assert result.exit_code == 0, result.output
+    assert "at revision 0001; head is 0001" in result.output
+
+
+def test_db_upgrade_uses_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TESTBED_DB", raising=False)
+    monkeypatch.setenv("TESTBED_HOME", str(tmp_path / "home"))
+    result = runner.invoke(db_app, ["upgrade"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "home" / "testbed.db").exists()
+
+
+def test_runs_list_and_show(url: str) -> None:
+    sessions = open_database(url)
+    passed = record_sample_run(sessions)
+    failed = record_sample_run(sessions, outcome="failed", task_id="dns-zone")
+
+    result = runner.invoke(runs_app, ["list", "--db", url])
+    assert result.exit_code == 0, result.output
+    assert passed[:8] in result.output and failed[:8] in result.output
+    assert "dns-zone" in result.output and "passed" in result.output
+
+    result = runner.invoke(runs_app, ["list", "--db", url, "--limit", "1"])
+    assert failed[:8] in result.output and passed[:8] not in result.output
+
+    result = runner.invoke(runs_app, ["show", passed[:8], "--db", url])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for expected in ("phases", "provisioning", "commands (5)", "apt-get install -y nginx",
+                     "systemctl restart nginx", "timeout", "before_setup", "after_agent",
+                     "R1", "indeterminate", "service-restart", "10.213.0.10"):
+        assert expected in out, expected
+    assert "server { listen" not in out  # only the first line of a command is shown
+
+    result = runner.invoke(runs_app, ["show", passed, "--db", url, "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["run"]["id"] == passed
+    assert data["run"]["outcome"] == "passed"
+    assert len(data["commands"]) == 5
+    assert data["commands"][1]["command"].endswith("EOF")
+
+    result = runner.invoke(runs_app, ["list", "--db", url, "--json", "--outcome", "failed"])
+    assert [r["id"] for r in json.loads(result.output)] == [failed]
+
+
+def test_runs_show_unknown_id_is_input_error(url: str) -> None:
+    result = runner.invoke(runs_app, ["show", "deadbeef", "--db", url])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, InputError)
+    assert "no run matches 'deadbeef'" in str(result.exception)
