@@ -13,6 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from testbed.analysis.cli import app as analyze_app
+from testbed.db.cli import db_app, runs_app
 from testbed.errors import HarnessError, InputError
 from testbed.hypervisor.cli import lab_app, reap_command
 from testbed.images.cli import app as image_app
@@ -26,6 +28,9 @@ app = typer.Typer(
 app.add_typer(image_app, name="image")
 app.add_typer(lab_app, name="lab")
 app.command("reap")(reap_command)
+app.add_typer(db_app, name="db")
+app.add_typer(runs_app, name="runs")
+app.add_typer(analyze_app, name="analyze")
 
 EXIT_INPUT = 2
 EXIT_HARNESS = 3
@@ -45,25 +50,6 @@ def doctor() -> None:
         table.add_row(c.name, f"[{style[c.status]}]{c.status}[/]", c.detail, c.fix)
     Console().print(table)
     raise typer.Exit(0 if healthy(checks) else 1)
-
-
-def _register_optional() -> None:
-    """Sub-apps of later layers; each is optional so a partial checkout still runs."""
-    import importlib
-
-    for module, attr, name in (
-        ("testbed.db.cli", "db_app", "db"),
-        ("testbed.db.cli", "runs_app", "runs"),
-        ("testbed.analysis.cli", "app", "analyze"),
-    ):
-        try:
-            sub = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError):
-            continue
-        app.add_typer(sub, name=name)
-
-
-_register_optional()
 
 
 def main() -> None:

@@ -39,9 +39,7 @@ class Settings:
 
     @classmethod
     def from_env(cls) -> Settings:
-        home = Path(
-            os.environ.get("TESTBED_HOME", Path.home() / ".local" / "share" / "testbed")
-        ).expanduser()
+        home = Path(os.environ.get("TESTBED_HOME", Path.home() / ".local" / "share" / "testbed")).expanduser()
         budget = os.environ.get("TESTBED_MEMORY_BUDGET_MB")
         accel = os.environ.get("TESTBED_ACCEL") or None
         return cls(

@@ -48,8 +48,12 @@ async def _libvirt(settings: Settings) -> Check:
         await hv.open()
         lib, qemu = await hv.version()
     except Exception as exc:  # noqa: BLE001 - any failure is the check's answer
-        return Check("libvirt", "fail", str(exc),
-                     "start virtlogd and libvirtd (scripts/setup-host.sh does), or run under scripts/netns-run")
+        return Check(
+            "libvirt",
+            "fail",
+            str(exc),
+            "start virtlogd and libvirtd (scripts/setup-host.sh does), or run under scripts/netns-run",
+        )
     finally:
         await hv.close()
     return Check("libvirt", "ok", f"{settings.libvirt_uri}: libvirt {lib}, QEMU {qemu}")
@@ -59,8 +63,12 @@ async def _accel(settings: Settings) -> Check:
     choice = await choose_accel(settings.home / "accel.json", use_cache=False)
     if choice.accel == "kvm":
         return Check("accelerator", "ok", f"KVM ({choice.reason})")
-    return Check("accelerator", "warn", f"TCG ({choice.reason})",
-                 "guests run under emulation (about 1 min per boot); use a host where KVM works for speed")
+    return Check(
+        "accelerator",
+        "warn",
+        f"TCG ({choice.reason})",
+        "guests run under emulation (about 1 min per boot); use a host where KVM works for speed",
+    )
 
 
 def _disk(settings: Settings) -> Check:
@@ -71,7 +79,9 @@ def _disk(settings: Settings) -> Check:
     free_gb = shutil.disk_usage(probe).free / 2**30
     detail = f"{free_gb:.1f} GiB free at {path}"
     if free_gb < MIN_FREE_GB:
-        return Check("image cache disk", "fail", detail, f"free space or set TESTBED_HOME (needs {MIN_FREE_GB:.0f} GiB)")
+        return Check(
+            "image cache disk", "fail", detail, f"free space or set TESTBED_HOME (needs {MIN_FREE_GB:.0f} GiB)"
+        )
     if free_gb < WARN_FREE_GB:
         return Check("image cache disk", "warn", detail, "labs of many nodes need more room for overlays")
     return Check("image cache disk", "ok", detail)
@@ -85,8 +95,12 @@ def _netns() -> Check:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return Check("network namespace", "fail", str(exc), "run as root")
     if out.returncode != 0:
-        return Check("network namespace", "fail", out.stderr.strip() or "unshare --net failed",
-                     "run as root (labs need CAP_NET_ADMIN)")
+        return Check(
+            "network namespace",
+            "fail",
+            out.stderr.strip() or "unshare --net failed",
+            "run as root (labs need CAP_NET_ADMIN)",
+        )
     return Check("network namespace", "ok", "unshare --net works")
 
 

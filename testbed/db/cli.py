@@ -79,23 +79,16 @@ def db_upgrade(db: DbOption = None) -> None:
 def db_current(db: DbOption = None) -> None:
     """Print the database's schema revision and the newest one available."""
     url = database_url(db)
-    typer.echo(
-        f"{_safe_url(url)}: at revision {current_revision(url) or '(none)'}; "
-        f"head is {head_revision()}"
-    )
+    typer.echo(f"{_safe_url(url)}: at revision {current_revision(url) or '(none)'}; head is {head_revision()}")
 
 
 @runs_app.command("list")
 def runs_list(
     db: DbOption = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many runs.")] = 20,
-    job: Annotated[
-        str | None, typer.Option("--job", help="Only runs of this job (id or prefix).")
-    ] = None,
+    job: Annotated[str | None, typer.Option("--job", help="Only runs of this job (id or prefix).")] = None,
     task: Annotated[str | None, typer.Option("--task", help="Only runs of this task id.")] = None,
-    outcome: Annotated[
-        str | None, typer.Option("--outcome", help="Only runs with this outcome.")
-    ] = None,
+    outcome: Annotated[str | None, typer.Option("--outcome", help="Only runs with this outcome.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List the newest runs, newest first."""
@@ -110,8 +103,19 @@ def runs_list(
 
 def _runs_table(runs: list[RunSummary]) -> Table:
     table = Table(title=f"{len(runs)} run(s)", title_justify="left")
-    for column in ("id", "created", "task", "variant", "agent", "try", "state", "outcome",
-                   "reward", "duration", "host"):
+    for column in (
+        "id",
+        "created",
+        "task",
+        "variant",
+        "agent",
+        "try",
+        "state",
+        "outcome",
+        "reward",
+        "duration",
+        "host",
+    ):
         table.add_column(column, no_wrap=column in ("id", "created", "state", "outcome"))
     for r in runs:
         table.add_row(
@@ -186,8 +190,7 @@ def _print_detail(console: Console, d: RunDetail) -> None:
         for column in ("phase", "status", "started", "duration", "detail"):
             table.add_column(column)
         for p in d.phases:
-            table.add_row(p.name, p.status, _ts(p.started_at), _dur(p.duration_s),
-                          _opt(p.detail))
+            table.add_row(p.name, p.status, _ts(p.started_at), _dur(p.duration_s), _opt(p.detail))
         console.print(table)
 
     if d.nodes:
@@ -195,8 +198,7 @@ def _print_detail(console: Console, d: RunDetail) -> None:
         for column in ("node", "image", "os release", "domain", "mgmt ip"):
             table.add_column(column)
         for n in d.nodes:
-            table.add_row(n.name, _opt(n.image), _opt(n.os_release), _opt(n.domain_name),
-                          _opt(n.mgmt_ip))
+            table.add_row(n.name, _opt(n.image), _opt(n.os_release), _opt(n.domain_name), _opt(n.mgmt_ip))
         console.print(table)
 
     table = Table(title=f"commands ({len(d.commands)})", title_justify="left")
@@ -209,8 +211,9 @@ def _print_detail(console: Console, d: RunDetail) -> None:
             exit_text = Text("error", style="red")
         else:
             exit_text = Text(_opt(c.exit_code), style="" if c.exit_code == 0 else "red")
-        table.add_row(str(c.seq), _opt(c.node), c.phase, c.source, exit_text,
-                      _dur(c.duration_ms / 1000), _first_line(c.command))
+        table.add_row(
+            str(c.seq), _opt(c.node), c.phase, c.source, exit_text, _dur(c.duration_ms / 1000), _first_line(c.command)
+        )
     console.print(table)
 
     if d.snapshots:
@@ -226,9 +229,13 @@ def _print_detail(console: Console, d: RunDetail) -> None:
         for column in ("requirement", "point", "node", "status", "description"):
             table.add_column(column)
         for k in d.checks:
-            table.add_row(k.requirement, _opt(k.point), _opt(k.node),
-                          Text(k.status, style=_CHECK_STYLE.get(k.status, "")),
-                          _opt(k.description))
+            table.add_row(
+                k.requirement,
+                _opt(k.point),
+                _opt(k.node),
+                Text(k.status, style=_CHECK_STYLE.get(k.status, "")),
+                _opt(k.description),
+            )
         console.print(table)
 
     if d.findings:
@@ -236,6 +243,7 @@ def _print_detail(console: Console, d: RunDetail) -> None:
         for column in ("kind", "category", "node", "command", "summary"):
             table.add_column(column)
         for f in d.findings:
-            table.add_row(f.kind, f.category, _opt(f.node),
-                          "-" if f.command_seq is None else f"#{f.command_seq}", f.summary)
+            table.add_row(
+                f.kind, f.category, _opt(f.node), "-" if f.command_seq is None else f"#{f.command_seq}", f.summary
+            )
         console.print(table)

@@ -90,9 +90,7 @@ def upgrade(url: str | None = None, revision: str = "head") -> str:
                 violations = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
                 conn.commit()
                 if violations:
-                    raise HarnessError(
-                        f"foreign key violations after migrating {resolved}: {violations[:5]}"
-                    )
+                    raise HarnessError(f"foreign key violations after migrating {resolved}: {violations[:5]}")
             rev = MigrationContext.configure(conn).get_current_revision()
             conn.commit()
     finally:

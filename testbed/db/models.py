@@ -141,9 +141,7 @@ class Run(Base):
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
-    job_id: Mapped[str | None] = mapped_column(
-        String(32), ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True
-    )
+    job_id: Mapped[str | None] = mapped_column(String(32), ForeignKey("jobs.id", ondelete="SET NULL"), nullable=True)
     task_id: Mapped[str] = mapped_column(String(200))
     task_category: Mapped[str | None] = mapped_column(String(100), nullable=True)
     variant: Mapped[str | None] = mapped_column(String(100), nullable=True)
@@ -163,27 +161,39 @@ class Run(Base):
 
     job: Mapped[Job | None] = relationship(back_populates="runs")
     phases: Mapped[list[Phase]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        back_populates="run",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
         order_by="Phase.id",
     )
     nodes: Mapped[list[Node]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        back_populates="run",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
         order_by="Node.id",
     )
     commands: Mapped[list[Command]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        back_populates="run",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
         order_by="Command.seq",
     )
     snapshots: Mapped[list[Snapshot]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        back_populates="run",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
         order_by="Snapshot.id",
     )
     checks: Mapped[list[Check]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        back_populates="run",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
         order_by="Check.id",
     )
     findings: Mapped[list[Finding]] = relationship(
-        back_populates="run", cascade="all, delete-orphan", passive_deletes=True,
+        back_populates="run",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
         order_by="Finding.id",
     )
 
@@ -335,15 +345,20 @@ class Finding(Base):
     category: Mapped[str] = mapped_column(String(100))
     summary: Mapped[str] = mapped_column(Text)
     evidence: Mapped[Any | None] = mapped_column(JSONType, nullable=True)
-    command_id: Mapped[int | None] = mapped_column(
-        BigId, ForeignKey("commands.id", ondelete="SET NULL"), nullable=True
-    )
+    command_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("commands.id", ondelete="SET NULL"), nullable=True)
 
     run: Mapped[Run] = relationship(back_populates="findings")
     command: Mapped[Command | None] = relationship()
 
 
 TABLES: tuple[str, ...] = (
-    "jobs", "runs", "phases", "nodes", "commands", "snapshots", "checks", "findings",
+    "jobs",
+    "runs",
+    "phases",
+    "nodes",
+    "commands",
+    "snapshots",
+    "checks",
+    "findings",
 )
 """Every table of the schema, parents first."""

@@ -49,9 +49,7 @@ class AmbiguousRunId(InputError):
     def __init__(self, ref: str, matches: list[str]) -> None:
         self.matches = matches
         listed = ", ".join(matches)
-        super().__init__(
-            None, "run id", f"{ref!r} matches several runs ({listed}); give more characters"
-        )
+        super().__init__(None, "run id", f"{ref!r} matches several runs ({listed}); give more characters")
 
 
 def _jsonable(value: Any) -> Any:
@@ -230,13 +228,9 @@ def resolve_run_id(session: Session, ref: str) -> str:
     if session.get(Run, ref) is not None:
         return ref
     if len(ref) < MIN_PREFIX:
-        raise InputError(
-            None, "run id", f"{ref!r} is too short: give at least {MIN_PREFIX} characters"
-        )
+        raise InputError(None, "run id", f"{ref!r} is too short: give at least {MIN_PREFIX} characters")
     matches = list(
-        session.scalars(
-            select(Run.id).where(Run.id.startswith(ref, autoescape=True)).order_by(Run.id).limit(5)
-        )
+        session.scalars(select(Run.id).where(Run.id.startswith(ref, autoescape=True)).order_by(Run.id).limit(5))
     )
     if not matches:
         raise RunNotFound(ref)
@@ -314,9 +308,7 @@ def run_detail(session: Session, run_id_or_prefix: str) -> RunDetail:
             redacted=list(c.redacted) if c.redacted is not None else None,
             error=c.error,
         )
-        for c in session.scalars(
-            select(Command).where(Command.run_id == run_id).order_by(Command.seq)
-        )
+        for c in session.scalars(select(Command).where(Command.run_id == run_id).order_by(Command.seq))
     ]
     seq_of = {c.id: c.seq for c in commands}
     snapshots = [
@@ -350,9 +342,7 @@ def run_detail(session: Session, run_id_or_prefix: str) -> RunDetail:
             command_id=f.command_id,
             command_seq=seq_of.get(f.command_id) if f.command_id is not None else None,
         )
-        for f in session.scalars(
-            select(Finding).where(Finding.run_id == run_id).order_by(Finding.id)
-        )
+        for f in session.scalars(select(Finding).where(Finding.run_id == run_id).order_by(Finding.id))
     ]
     return RunDetail(
         run=RunSummary.of(run),

@@ -133,9 +133,7 @@ def clean_json(value: Any) -> Any:
     raise TypeError(f"value of type {type(value).__name__} cannot be stored as JSON")
 
 
-def create_job(
-    db: Database, name: str, config: Any = None, *, job_id: str | None = None
-) -> str:
+def create_job(db: Database, name: str, config: Any = None, *, job_id: str | None = None) -> str:
     """Insert a `jobs` row, commit, and return its id (a new uuid4 hex unless given)."""
     new = job_id or new_id()
     job = Job(id=new, name=name, created_at=utcnow(), config=clean_json(config))
@@ -274,9 +272,7 @@ class RunRecorder:
             run.finished_at = now
             if run.started_at is None:
                 run.started_at = now
-            open_phases = session.scalars(
-                select(Phase).where(Phase.run_id == self.run_id, Phase.finished_at.is_(None))
-            )
+            open_phases = session.scalars(select(Phase).where(Phase.run_id == self.run_id, Phase.finished_at.is_(None)))
             for phase in open_phases:
                 phase.finished_at = now
                 phase.status = "cancelled" if outcome == "cancelled" else "error"
@@ -364,9 +360,7 @@ class RunRecorder:
             raise ValueError(f"update_node cannot change {', '.join(sorted(unknown))}")
 
         def work(session: Session) -> None:
-            node = session.scalars(
-                select(Node).where(Node.run_id == self.run_id, Node.name == name)
-            ).first()
+            node = session.scalars(select(Node).where(Node.run_id == self.run_id, Node.name == name)).first()
             if node is None:
                 raise ValueError(f"no node {name!r} in run {self.short_id}")
             for key, value in fields.items():
@@ -403,9 +397,7 @@ class RunRecorder:
 
     # --- snapshots, checks, findings ---------------------------------------------------
 
-    def record_snapshot(
-        self, node: str, point: str, data: Mapping[str, Any], taken_at: datetime | None = None
-    ) -> int:
+    def record_snapshot(self, node: str, point: str, data: Mapping[str, Any], taken_at: datetime | None = None) -> int:
         """Store `data` (JSON keyed by probe name) for (`node`, `point`); a second call for
         the same pair replaces the first. Return the snapshot id."""
         _one_of("snapshot point", point, SNAPSHOT_POINTS)
@@ -414,9 +406,7 @@ class RunRecorder:
 
         def work(session: Session) -> int:
             snap = session.scalars(
-                select(Snapshot).where(
-                    Snapshot.run_id == self.run_id, Snapshot.node == node, Snapshot.point == point
-                )
+                select(Snapshot).where(Snapshot.run_id == self.run_id, Snapshot.node == node, Snapshot.point == point)
             ).first()
             if snap is None:
                 snap = Snapshot(run_id=self.run_id, node=node, point=point)

@@ -45,8 +45,14 @@ def record_sample_run(
     rec.phase_started("setup")
     rec.record_command(
         CommandRecord(
-            node="web", phase="setup", source="harness", command="apt-get install -y nginx",
-            started_at=t0, duration_ms=4200, exit_code=0, stdout="Setting up nginx ...\n",
+            node="web",
+            phase="setup",
+            source="harness",
+            command="apt-get install -y nginx",
+            started_at=t0,
+            duration_ms=4200,
+            exit_code=0,
+            stdout="Setting up nginx ...\n",
         )
     )
     rec.phase_finished("setup")
@@ -55,22 +61,36 @@ def record_sample_run(
     rec.phase_started("agent")
     cmd = rec.record_command(
         CommandRecord(
-            node="web", phase="agent", source="agent",
+            node="web",
+            phase="agent",
+            source="agent",
             command="cat > /etc/nginx/sites-enabled/site <<'EOF'\nserver { listen 8080; }\nEOF",
-            started_at=t0 + timedelta(seconds=10), duration_ms=180, exit_code=0,
+            started_at=t0 + timedelta(seconds=10),
+            duration_ms=180,
+            exit_code=0,
         )
     )
     rec.record_command(
         CommandRecord(
-            node="web", phase="agent", source="agent", command="systemctl restart nginx",
-            started_at=t0 + timedelta(seconds=11), duration_ms=900, exit_code=0,
+            node="web",
+            phase="agent",
+            source="agent",
+            command="systemctl restart nginx",
+            started_at=t0 + timedelta(seconds=11),
+            duration_ms=900,
+            exit_code=0,
             impact=["service-restart"],
         )
     )
     rec.record_command(
         CommandRecord(
-            node="client", phase="agent", source="agent", command="curl -s web:8080",
-            started_at=t0 + timedelta(seconds=13), duration_ms=30_000, exit_code=None,
+            node="client",
+            phase="agent",
+            source="agent",
+            command="curl -s web:8080",
+            started_at=t0 + timedelta(seconds=13),
+            duration_ms=30_000,
+            exit_code=None,
             timed_out=True,
         )
     )
@@ -80,25 +100,40 @@ def record_sample_run(
     rec.phase_started("verify")
     rec.record_command(
         CommandRecord(
-            node="client", phase="verify", source="harness", command="curl -sf web:8080",
-            started_at=t0 + timedelta(seconds=50), duration_ms=40,
+            node="client",
+            phase="verify",
+            source="harness",
+            command="curl -sf web:8080",
+            started_at=t0 + timedelta(seconds=50),
+            duration_ms=40,
             exit_code=0 if outcome == "passed" else 7,
         )
     )
     rec.record_check(
-        "R1", "passed" if outcome == "passed" else "failed",
-        description="nginx serves the site on port 8080", point="after_agent", node="web",
+        "R1",
+        "passed" if outcome == "passed" else "failed",
+        description="nginx serves the site on port 8080",
+        point="after_agent",
+        node="web",
         detail={"exit_code": 0 if outcome == "passed" else 7},
     )
-    rec.record_check("R2", "indeterminate", description="no other site changed",
-                     point="after_agent", detail="probe output unparseable")
+    rec.record_check(
+        "R2",
+        "indeterminate",
+        description="no other site changed",
+        point="after_agent",
+        detail="probe output unparseable",
+    )
     rec.phase_finished("verify")
     rec.record_finding(
-        "impact", "service-restart", "restarted nginx", node="web",
-        evidence={"command": "systemctl restart nginx"}, command_id=cmd + 1,
+        "impact",
+        "service-restart",
+        "restarted nginx",
+        node="web",
+        evidence={"command": "systemctl restart nginx"},
+        command_id=cmd + 1,
     )
-    rec.record_finding("residue", "file", "left /tmp/notes.txt", node="web",
-                       evidence={"path": "/tmp/notes.txt"})
+    rec.record_finding("residue", "file", "left /tmp/notes.txt", node="web", evidence={"path": "/tmp/notes.txt"})
     rec.set_residue("yes")
     rec.set_state("teardown")
     rec.phase_started("teardown")
@@ -121,7 +156,12 @@ def check_sample_run(db: Database, run_id: str) -> None:
         d = run_detail(session, run_id)
     r = d.run
     assert (r.id, r.task_id, r.agent, r.variant, r.image, r.host) == (
-        run_id, "nginx-vhost", "oracle", "debian12", "debian-12", "lab1",
+        run_id,
+        "nginx-vhost",
+        "oracle",
+        "debian12",
+        "debian-12",
+        "lab1",
     ), r
     assert (r.state, r.outcome, r.reward, r.residue) == ("finished", "passed", 1.0, "yes"), r
     for stamp in (r.created_at, r.started_at, r.finished_at):
@@ -131,7 +171,10 @@ def check_sample_run(db: Database, run_id: str) -> None:
     assert r.created_at <= r.started_at <= r.finished_at
     assert d.config == {"limits": {"agent_timeout_s": 600}}
     assert [(p.name, p.status) for p in d.phases] == [
-        ("provisioning", "ok"), ("setup", "ok"), ("agent", "ok"), ("verify", "ok"),
+        ("provisioning", "ok"),
+        ("setup", "ok"),
+        ("agent", "ok"),
+        ("verify", "ok"),
         ("teardown", "ok"),
     ], d.phases
     assert all(p.duration_s is not None and p.duration_s >= 0 for p in d.phases)
@@ -142,7 +185,10 @@ def check_sample_run(db: Database, run_id: str) -> None:
     assert d.nodes[0].os_release == "Debian GNU/Linux 12 (bookworm)"
     assert [c.seq for c in d.commands] == [1, 2, 3, 4, 5]
     assert [(c.phase, c.source) for c in d.commands] == [
-        ("setup", "harness"), ("agent", "agent"), ("agent", "agent"), ("agent", "agent"),
+        ("setup", "harness"),
+        ("agent", "agent"),
+        ("agent", "agent"),
+        ("agent", "agent"),
         ("verify", "harness"),
     ]
     assert d.commands[1].command.endswith("\nEOF")
@@ -151,14 +197,18 @@ def check_sample_run(db: Database, run_id: str) -> None:
     assert d.commands[0].stdout == "Setting up nginx ...\n"
     assert d.commands[0].started_at.tzinfo is not None
     assert [(s.node, s.point) for s in d.snapshots] == [
-        ("web", "before_setup"), ("web", "after_setup"), ("web", "after_agent"),
+        ("web", "before_setup"),
+        ("web", "after_setup"),
+        ("web", "after_agent"),
     ]
     assert [(c.requirement, c.status, c.point) for c in d.checks] == [
-        ("R1", "passed", "after_agent"), ("R2", "indeterminate", "after_agent"),
+        ("R1", "passed", "after_agent"),
+        ("R2", "indeterminate", "after_agent"),
     ]
     assert d.checks[0].detail == {"exit_code": 0}
     assert d.checks[1].detail == "probe output unparseable"
     assert [(f.kind, f.category, f.command_seq) for f in d.findings] == [
-        ("impact", "service-restart", 3), ("residue", "file", None),
+        ("impact", "service-restart", 3),
+        ("residue", "file", None),
     ]
     assert d.findings[1].evidence == {"path": "/tmp/notes.txt"}

@@ -23,7 +23,7 @@ class Dialect:
         inner = f"{self.shell} -c {shlex.quote(command)}"
         if timeout_s is None:
             return inner
-        secs = max(1, int(round(timeout_s)))
+        secs = max(1, round(timeout_s))
         kill = "-k 5 " if self.timeout_has_kill_after else ""
         return f"timeout {kill}{secs} {inner}"
 

@@ -44,9 +44,7 @@ async def wait_for_ssh(session: GuestSession, *, timeout: float, alive: AliveFn,
         await asyncio.sleep(1.0)
 
 
-async def wait_for_serial(
-    console_log: Path, prompt: str, *, timeout: float, alive: AliveFn, name: str
-) -> float:
+async def wait_for_serial(console_log: Path, prompt: str, *, timeout: float, alive: AliveFn, name: str) -> float:
     """Wait until the serial console log matches `prompt` (a regex); returns seconds waited."""
     pattern = re.compile(prompt.encode())
     t0 = time.monotonic()
@@ -60,7 +58,5 @@ async def wait_for_serial(
         if not await alive():
             raise GuestLost(f"{name}: guest stopped before its console showed /{prompt}/")
         if time.monotonic() - t0 > timeout:
-            raise HarnessError(
-                f"{name}: console prompt /{prompt}/ not seen after {timeout:.0f} s; see {console_log}"
-            )
+            raise HarnessError(f"{name}: console prompt /{prompt}/ not seen after {timeout:.0f} s; see {console_log}")
         await asyncio.sleep(1.0)

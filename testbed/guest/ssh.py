@@ -15,6 +15,7 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shlex
 import time
 from datetime import UTC, datetime
@@ -53,7 +54,7 @@ class GuestSession:
         username: str = "root",
         port: int = 22,
         dialect: str | Dialect = "debian",
-        max_channels: int = 8,
+        max_channels: int = 6,
     ) -> None:
         self.host = host
         self.port = port
@@ -94,10 +95,8 @@ class GuestSession:
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
-            try:
+            with contextlib.suppress(TimeoutError, OSError, asyncssh.Error):
                 await asyncio.wait_for(conn.wait_closed(), 5)
-            except (TimeoutError, OSError, asyncssh.Error):
-                pass
 
     async def exec(
         self,
@@ -117,7 +116,7 @@ class GuestSession:
             out, err = BoundedCapture(max_output), BoundedCapture(max_output)
             timed_out = False
             try:
-                process = await self._conn.create_process(wrapped, encoding=None)
+                process = await self._open_process(wrapped)
                 if stdin is not None:
                     process.stdin.write(stdin)
                 process.stdin.write_eof()
@@ -127,6 +126,10 @@ class GuestSession:
                     await asyncio.wait_for(asyncio.shield(readers), host_deadline)
                     completed = await process.wait()
                     exit_code = completed.exit_status
+                    # sshd counts a session until its close completes: wait for it before
+                    # the channel slot is given to the next command.
+                    process.close()
+                    await process.wait_closed()
                 except TimeoutError:
                     timed_out = True
                     process.close()
@@ -136,11 +139,7 @@ class GuestSession:
                 await self.close()
                 raise GuestConnectionError(f"ssh {self.host}: connection lost running a command: {exc}") from exc
             duration = time.monotonic() - t0
-            if (
-                timeout is not None
-                and exit_code in TIMEOUT_STATUSES
-                and duration >= timeout - 0.5
-            ):
+            if timeout is not None and exit_code in TIMEOUT_STATUSES and duration >= timeout - 0.5:
                 timed_out = True
             return ExecResult(
                 command=command,
@@ -154,12 +153,23 @@ class GuestSession:
                 stderr_truncated=err.truncated,
             )
 
+    async def _open_process(self, command: str) -> asyncssh.SSHClientProcess[bytes]:
+        """Open a channel; a refusal (sshd's session limit racing a closing channel) is
+        retried briefly, since the command has not started."""
+        assert self._conn is not None
+        for attempt in range(4):
+            try:
+                return await self._conn.create_process(command, encoding=None)
+            except asyncssh.ChannelOpenError:
+                if attempt == 3:
+                    raise
+                await asyncio.sleep(0.25 * (attempt + 1))
+        raise AssertionError("unreachable")
+
     async def upload(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
         """Write `data` to `path` on the guest (through `cat`, so no SFTP server is needed)."""
         quoted = shlex.quote(path)
-        result = await self.exec(
-            f"umask 077; cat > {quoted} && chmod {mode:o} {quoted}", stdin=data, timeout=120
-        )
+        result = await self.exec(f"umask 077; cat > {quoted} && chmod {mode:o} {quoted}", stdin=data, timeout=120)
         if result.exit_code != 0:
             raise HarnessError(f"upload to {self.host}:{path} failed: {result.stderr.strip()}")
 
@@ -167,9 +177,7 @@ class GuestSession:
         """Read `path` from the guest (bounded; binary-safe through base64)."""
         import base64
 
-        result = await self.exec(
-            f"base64 -w0 {shlex.quote(path)}", timeout=120, max_output=max_bytes * 4 // 3 + 8
-        )
+        result = await self.exec(f"base64 -w0 {shlex.quote(path)}", timeout=120, max_output=max_bytes * 4 // 3 + 8)
         if result.exit_code != 0:
             raise HarnessError(f"download of {self.host}:{path} failed: {result.stderr.strip()}")
         if result.stdout_truncated:

@@ -47,9 +47,7 @@ def find_probe_kernel(images_dir: Path | None = None) -> Path | None:
     return None
 
 
-async def probe(
-    accel: str, timeout: float = PROBE_TIMEOUT_S, kernel: Path | None = None
-) -> tuple[bool, str]:
+async def probe(accel: str, timeout: float = PROBE_TIMEOUT_S, kernel: Path | None = None) -> tuple[bool, str]:
     """Boot a diskless guest with `-accel ACCEL`; True when it reached the kernel (or, with
     no kernel, its firmware)."""
     qemu = shutil.which(QEMU)
@@ -57,20 +55,47 @@ async def probe(
         return False, f"{QEMU} not found"
     with tempfile.TemporaryDirectory(prefix="testbed-accel-") as tmp:
         log = Path(tmp) / "probe.log"
-        common = [qemu, "-accel", accel, "-m", "128", "-display", "none", "-nodefaults",
-                  "-no-user-config", "-monitor", "none"]
+        common = [
+            qemu,
+            "-accel",
+            accel,
+            "-m",
+            "128",
+            "-display",
+            "none",
+            "-nodefaults",
+            "-no-user-config",
+            "-monitor",
+            "none",
+        ]
         if kernel is not None:
             marker = b"Linux version"
             what = f"kernel {kernel.name} started"
-            argv = [*common, "-serial", f"file:{log}", "-kernel", str(kernel),
-                    "-append", "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"]
+            argv = [
+                *common,
+                "-serial",
+                f"file:{log}",
+                "-kernel",
+                str(kernel),
+                "-append",
+                "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1",
+            ]
         else:
             marker = b"SeaBIOS"
             what = "firmware ran (no kernel found for the stronger probe)"
-            argv = [*common, "-serial", "none", "-chardev", f"file,id=dbg,path={log}",
-                    "-device", "isa-debugcon,iobase=0x402,chardev=dbg"]
+            argv = [
+                *common,
+                "-serial",
+                "none",
+                "-chardev",
+                f"file,id=dbg,path={log}",
+                "-device",
+                "isa-debugcon,iobase=0x402,chardev=dbg",
+            ]
         proc = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            *argv,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
         )
         deadline = time.monotonic() + timeout
         ok = False

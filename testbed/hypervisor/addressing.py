@@ -46,9 +46,7 @@ class AddressPlan:
         return entries
 
 
-def plan_addresses(
-    topology: Topology, mgmt_subnet: str, leased_data: dict[str, str]
-) -> AddressPlan:
+def plan_addresses(topology: Topology, mgmt_subnet: str, leased_data: dict[str, str]) -> AddressPlan:
     """`leased_data` gives the subnet of every data network without a fixed one."""
     mgmt_net = ipaddress.IPv4Network(mgmt_subnet)
     hosts = list(mgmt_net.hosts())
@@ -68,9 +66,7 @@ def plan_addresses(
     routes: dict[str, list[tuple[str, str, str]]] = {}
     for node in topology.nodes:
         for route in node.routes:
-            via_net = next(
-                n.name for n in topology.networks if node.name in n.members and route.via in n.members
-            )
+            via_net = next(n.name for n in topology.networks if node.name in n.members and route.via in n.members)
             gateway = data[via_net][route.via]
             routes.setdefault(node.name, []).append((via_net, str(data_subnets[route.to]), gateway))
     return AddressPlan(

@@ -50,8 +50,7 @@ def lab_up(
     settings = Settings.from_env()
     catalog = image_catalog()
     path = resolve_topology_path(topology, project_root())
-    topo = load_topology(path, images=set(catalog), default_image=image,
-                         memory_budget_mb=settings.memory_budget_mb)
+    topo = load_topology(path, images=set(catalog), default_image=image, memory_budget_mb=settings.memory_budget_mb)
     asyncio.run(_lab_up(settings, topo, name))
 
 
@@ -61,9 +60,16 @@ async def _lab_up(settings: Settings, topo: object, name: str | None) -> None:
     assert isinstance(topo, Topology)
     async with runtime(settings) as rt:
         with console.status(f"provisioning {topo.name} ({rt.accel.label})") as status:
-            lab = Lab(topo, rt.catalog, settings=settings, hypervisor=rt.hypervisor, accel=rt.accel.accel,
-                      name=name, autodestroy=False,
-                      progress=lambda who, what: status.update(f"{who}: {what}"))
+            lab = Lab(
+                topo,
+                rt.catalog,
+                settings=settings,
+                hypervisor=rt.hypervisor,
+                accel=rt.accel.accel,
+                name=name,
+                autodestroy=False,
+                progress=lambda who, what: status.update(f"{who}: {what}"),
+            )
             await lab.up()
         table = Table(title=f"lab {lab.name} ({lab.lab_id})")
         for col in ("node", "image", "domain", "mgmt address", "data addresses"):
@@ -71,9 +77,10 @@ async def _lab_up(settings: Settings, topo: object, name: str | None) -> None:
         for node in lab.nodes.values():
             data = ", ".join(f"{net}={ip}" for net, ip in node.data_ips.items())
             table.add_row(node.name, node.image.name, node.domain, node.mgmt_ip, data)
+        lab_name = lab.name
         await lab.detach()
     Console().print(table)
-    Console().print(f"run commands with: testbed lab exec {lab.requested_name or table.title.split()[1]} NODE -- COMMAND")
+    Console().print(f"run commands with: testbed lab exec {lab_name} NODE -- COMMAND")
 
 
 @lab_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -159,8 +166,12 @@ def reap_command(
         out = Console()
         if report.empty:
             out.print("nothing to reap")
-        for kind, items in (("domain", report.domains), ("network", report.networks),
-                            ("lab directory", report.lab_dirs), ("lease", report.leases)):
+        for kind, items in (
+            ("domain", report.domains),
+            ("network", report.networks),
+            ("lab directory", report.lab_dirs),
+            ("lease", report.leases),
+        ):
             for item in items:
                 out.print(f"{verb} {kind} {item}")
         for err in report.errors:

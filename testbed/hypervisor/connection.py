@@ -9,6 +9,7 @@ do; labs meant to outlive the process (`testbed lab up`) start without it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -68,10 +69,8 @@ class Hypervisor:
     async def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            try:
+            with contextlib.suppress(libvirt.libvirtError):
                 await asyncio.to_thread(conn.close)
-            except libvirt.libvirtError:
-                pass
 
     async def __aenter__(self) -> Hypervisor:
         return await self.open()
@@ -188,6 +187,7 @@ class Hypervisor:
 
     async def domain_state(self, name: str) -> str:
         """`running`, `paused`, `shutoff`, `crashed`, `other` or `missing`."""
+
         def _state() -> str:
             try:
                 state, _ = self.conn.lookupByName(name).state()

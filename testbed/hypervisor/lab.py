@@ -69,7 +69,11 @@ class LabNode:
     hypervisor: Hypervisor | None = None
 
     async def exec(
-        self, command: str, *, timeout: float | None = 120.0, max_output: int = 64 * 1024,
+        self,
+        command: str,
+        *,
+        timeout: float | None = 120.0,
+        max_output: int = 64 * 1024,
         stdin: bytes | None = None,
     ) -> ExecResult:
         return await self.session.exec(command, timeout=timeout, max_output=max_output, stdin=stdin)
@@ -196,8 +200,11 @@ class Lab:
                 how = "testbed image build" if image.source.type == "debootstrap" else "testbed image pull"
                 if image.source.type == "user":
                     how = "testbed image import"
-                raise InputError(None, f"nodes[{node.name}].image",
-                                 f"image '{name}' is not in the image cache; run `{how} {name}` first")
+                raise InputError(
+                    None,
+                    f"nodes[{node.name}].image",
+                    f"image '{name}' is not in the image cache; run `{how} {name}` first",
+                )
             resolved[node.name] = (image, stored)
         return resolved
 
@@ -240,9 +247,15 @@ class Lab:
         name = self.requested_name or f"{topo.name}-{lab_id}"
         self._check_name_free(name, lab_id)
         self.state = LabState(
-            lab_id=lab_id, name=name, directory=str(lab_dir), owner=owner, uri=self.hv.uri,
-            created_at=datetime.now(UTC).isoformat(timespec="seconds"), topology=topo.name,
-            run_id=self.run_id, job_id=self.job_id,
+            lab_id=lab_id,
+            name=name,
+            directory=str(lab_dir),
+            owner=owner,
+            uri=self.hv.uri,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            topology=topo.name,
+            run_id=self.run_id,
+            job_id=self.job_id,
         )
         self.state.save()
         self.plan = plan = plan_addresses(
@@ -250,7 +263,10 @@ class Lab:
         )
         macs = iter(self.lease.macs)
         node_macs = {
-            node.name: {"mgmt": next(macs), **{net.name: next(macs) for net in topo.networks if node.name in net.members}}
+            node.name: {
+                "mgmt": next(macs),
+                **{net.name: next(macs) for net in topo.networks if node.name in net.members},
+            }
             for node in topo.nodes
         }
         client_key = generate_key()
@@ -260,8 +276,10 @@ class Lab:
         await self._create_networks(plan, node_macs, images)
         self.progress("lab", "creating overlays and seeds")
         specs = await asyncio.gather(
-            *(self._prepare_node(node.name, images[node.name], plan, node_macs[node.name], client_key)
-              for node in topo.nodes)
+            *(
+                self._prepare_node(node.name, images[node.name], plan, node_macs[node.name], client_key)
+                for node in topo.nodes
+            )
         )
         self.state.save()
         await asyncio.gather(*(self._boot(spec) for spec in specs))
@@ -271,11 +289,17 @@ class Lab:
     def _check_name_free(self, name: str, lab_id: str) -> None:
         for other in all_lab_states(self.settings.labs_dir):
             if other.name == name and other.lab_id != lab_id:
-                raise InputError(None, "--name", f"a lab named '{name}' already exists ({other.lab_id}); "
-                                 "pick another name or run `testbed lab down` first")
+                raise InputError(
+                    None,
+                    "--name",
+                    f"a lab named '{name}' already exists ({other.lab_id}); "
+                    "pick another name or run `testbed lab down` first",
+                )
 
     async def _create_networks(
-        self, plan: AddressPlan, node_macs: dict[str, dict[str, str]],
+        self,
+        plan: AddressPlan,
+        node_macs: dict[str, dict[str, str]],
         images: dict[str, tuple[ImageDef, StoredImage]],
     ) -> None:
         assert self.state is not None
@@ -293,8 +317,11 @@ class Lab:
             dhcp_end=str(hosts[-2]) if needs_dhcp else None,
         )
         specs = [mgmt] + [
-            NetworkSpec(name=f"{prefix}-{net.name}", bridge=bridge_name(self.lab_id, net.name),
-                        metadata_xml=self._metadata(None))
+            NetworkSpec(
+                name=f"{prefix}-{net.name}",
+                bridge=bridge_name(self.lab_id, net.name),
+                metadata_xml=self._metadata(None),
+            )
             for net in self.topology.networks
         ]
         lock_path = self.settings.leases_dir / "networks.lock"
@@ -310,8 +337,12 @@ class Lab:
                     fcntl.flock(lock, fcntl.LOCK_UN)
 
     async def _prepare_node(
-        self, node_name: str, image_pair: tuple[ImageDef, StoredImage], plan: AddressPlan,
-        macs: dict[str, str], client_key: asyncssh.SSHKey,
+        self,
+        node_name: str,
+        image_pair: tuple[ImageDef, StoredImage],
+        plan: AddressPlan,
+        macs: dict[str, str],
+        client_key: asyncssh.SSHKey,
     ) -> tuple[DomainSpec, NodeState, GuestSession]:
         assert self.state is not None
         image, stored = image_pair
@@ -324,33 +355,54 @@ class Lab:
         host_key = generate_key()
         host_pub = public_key_line(host_key, f"{node_name}@testbed")
         client_pub = public_key_line(client_key, "testbed-harness")
-        interfaces = [InterfaceConfig(mac=macs["mgmt"], address=f"{plan.mgmt[node_name]}/{plan.mgmt_subnet.prefixlen}", name="mgmt")]
+        interfaces = [
+            InterfaceConfig(
+                mac=macs["mgmt"], address=f"{plan.mgmt[node_name]}/{plan.mgmt_subnet.prefixlen}", name="mgmt"
+            )
+        ]
         node_routes = plan.routes.get(node_name, [])
         for net, ip in plan.node_data_ips(node_name).items():
-            interfaces.append(InterfaceConfig(
-                mac=macs[net],
-                address=f"{ip}/{plan.data_subnets[net].prefixlen}",
-                routes=[(dest, gw) for via, dest, gw in node_routes if via == net],
-                forward=spec_node.forward,
-                name=net,
-            ))
+            interfaces.append(
+                InterfaceConfig(
+                    mac=macs[net],
+                    address=f"{ip}/{plan.data_subnets[net].prefixlen}",
+                    routes=[(dest, gw) for via, dest, gw in node_routes if via == net],
+                    forward=spec_node.forward,
+                    name=net,
+                )
+            )
         fwcfg: dict[str, str] = {}
         seed_iso: str | None = None
         if image.login.provision == "seed":
             seed_path = lab_dir / f"{node_name}.seed.tar"
             self.state.files.append(str(seed_path))
-            write_seed(SeedSpec(
-                hostname=node_name, authorized_keys=[client_pub],
-                host_key_private=host_key.export_private_key("openssh").decode(),
-                host_key_public=host_pub + "\n", interfaces=interfaces,
-                hosts=plan.hosts_for(node_name), forward=spec_node.forward,
-            ), seed_path)
+            write_seed(
+                SeedSpec(
+                    hostname=node_name,
+                    authorized_keys=[client_pub],
+                    host_key_private=host_key.export_private_key("openssh").decode(),
+                    host_key_public=host_pub + "\n",
+                    interfaces=interfaces,
+                    hosts=plan.hosts_for(node_name),
+                    forward=spec_node.forward,
+                ),
+                seed_path,
+            )
             fwcfg[FWCFG_NAME] = str(seed_path)
         elif image.login.provision == "cloud-init":
-            seed_iso = str(await asyncio.to_thread(
-                _cloud_init_seed, lab_dir, node_name, self.lab_id, client_pub, host_key, interfaces,
-                plan.hosts_for(node_name), image.login.user,
-            ))
+            seed_iso = str(
+                await asyncio.to_thread(
+                    _cloud_init_seed,
+                    lab_dir,
+                    node_name,
+                    self.lab_id,
+                    client_pub,
+                    host_key,
+                    interfaces,
+                    plan.hosts_for(node_name),
+                    image.login.user,
+                )
+            )
             self.state.files.append(seed_iso)
         domain = f"{prefix}-{node_name}"
         console_log = lab_dir / f"{node_name}.console.log"
@@ -358,22 +410,43 @@ class Lab:
             Nic(f"{prefix}-{net}", macs[net]) for net in plan.node_data_ips(node_name)
         ]
         spec = DomainSpec(
-            name=domain, lab_name=self.state.name, node=node_name, accel=self.accel,
-            memory_mb=max(spec_node.memory, image.min_memory_mb), vcpus=spec_node.vcpus,
-            disk=str(overlay), console_log=str(console_log), metadata_xml=self._metadata(node_name),
-            nics=nics, kernel=str(stored.kernel) if image.boot.mode == "kernel" and stored.kernel else None,
+            name=domain,
+            lab_name=self.state.name,
+            node=node_name,
+            accel=self.accel,
+            memory_mb=max(spec_node.memory, image.min_memory_mb),
+            vcpus=spec_node.vcpus,
+            disk=str(overlay),
+            console_log=str(console_log),
+            metadata_xml=self._metadata(node_name),
+            nics=nics,
+            kernel=str(stored.kernel) if image.boot.mode == "kernel" and stored.kernel else None,
             initrd=str(stored.initrd) if image.boot.mode == "kernel" and stored.initrd else None,
-            cmdline=image.boot.cmdline, seed_iso=seed_iso, fwcfg_files=fwcfg,
-            disk_bus=image.boot.disk_bus, nic_model=image.boot.nic_model,
+            cmdline=image.boot.cmdline,
+            seed_iso=seed_iso,
+            fwcfg_files=fwcfg,
+            disk_bus=image.boot.disk_bus,
+            nic_model=image.boot.nic_model,
         )
         state = NodeState(
-            name=node_name, image=image.name, domain=domain, mgmt_ip=plan.mgmt[node_name],
-            host_key=host_pub, user=image.login.user, dialect=image.dialect,
-            readiness=image.readiness.method, data_ips=plan.node_data_ips(node_name),
+            name=node_name,
+            image=image.name,
+            domain=domain,
+            mgmt_ip=plan.mgmt[node_name],
+            host_key=host_pub,
+            user=image.login.user,
+            dialect=image.dialect,
+            readiness=image.readiness.method,
+            data_ips=plan.node_data_ips(node_name),
             console_log=str(console_log),
         )
-        session = GuestSession(plan.mgmt[node_name], client_key=client_key, host_key=host_pub,
-                               username=image.login.user, dialect=image.dialect)
+        session = GuestSession(
+            plan.mgmt[node_name],
+            client_key=client_key,
+            host_key=host_pub,
+            username=image.login.user,
+            dialect=image.dialect,
+        )
         return spec, state, session
 
     async def _boot(self, prepared: tuple[DomainSpec, NodeState, GuestSession]) -> None:
@@ -384,8 +457,13 @@ class Lab:
         self.state.nodes[node_state.name] = node_state
         self.state.save()
         node = LabNode(
-            name=node_state.name, image=image, domain=spec.name, mgmt_ip=node_state.mgmt_ip,
-            data_ips=node_state.data_ips, console_log=Path(spec.console_log), session=session,
+            name=node_state.name,
+            image=image,
+            domain=spec.name,
+            mgmt_ip=node_state.mgmt_ip,
+            data_ips=node_state.data_ips,
+            console_log=Path(spec.console_log),
+            session=session,
             hypervisor=self.hv,
         )
         self.nodes[node.name] = node
@@ -395,10 +473,17 @@ class Lab:
             await self.hv.create_domain(render_domain(spec), autodestroy=self.autodestroy)
         self.progress(node.name, f"waiting for {image.readiness.method}")
         if image.readiness.method == "ssh":
-            waited = await wait_for_ssh(session, timeout=image.readiness.timeout_s, alive=node.is_running, name=node.name)
+            waited = await wait_for_ssh(
+                session, timeout=image.readiness.timeout_s, alive=node.is_running, name=node.name
+            )
         else:
-            waited = await wait_for_serial(node.console_log, image.readiness.prompt,
-                                           timeout=image.readiness.timeout_s, alive=node.is_running, name=node.name)
+            waited = await wait_for_serial(
+                node.console_log,
+                image.readiness.prompt,
+                timeout=image.readiness.timeout_s,
+                alive=node.is_running,
+                name=node.name,
+            )
         self.progress(node.name, f"ready after {waited:.1f} s")
 
     # -- teardown ---------------------------------------------------------------------
@@ -440,13 +525,20 @@ def _set_domain_owner(hv: Hypervisor, domain: str, metadata_xml: str) -> None:
     from testbed.config import METADATA_NS, METADATA_PREFIX
 
     dom = hv.conn.lookupByName(domain)
-    dom.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, metadata_xml, METADATA_PREFIX, METADATA_NS,
-                    libvirt.VIR_DOMAIN_AFFECT_LIVE)
+    dom.setMetadata(
+        libvirt.VIR_DOMAIN_METADATA_ELEMENT, metadata_xml, METADATA_PREFIX, METADATA_NS, libvirt.VIR_DOMAIN_AFFECT_LIVE
+    )
 
 
 def _cloud_init_seed(
-    lab_dir: Path, node: str, lab_id: str, client_pub: str, host_key: asyncssh.SSHKey,
-    interfaces: list[InterfaceConfig], hosts: dict[str, str], user: str,
+    lab_dir: Path,
+    node: str,
+    lab_id: str,
+    client_pub: str,
+    host_key: asyncssh.SSHKey,
+    interfaces: list[InterfaceConfig],
+    hosts: dict[str, str],
+    user: str,
 ) -> Path:
     from testbed.images.cloudinit import make_nocloud_seed
 
@@ -463,7 +555,11 @@ def _cloud_init_seed(
     host_priv = host_key.export_private_key("openssh").decode()
     host_pub = public_key_line(host_key)
     return make_nocloud_seed(
-        lab_dir / f"{node}.seed.iso", hostname=node, instance_id=f"{lab_id}-{node}",
-        authorized_keys=[client_pub], host_keys={"ed25519": (host_priv, host_pub)},
-        network_config={"version": 2, "ethernets": ethernets}, user=user,
+        lab_dir / f"{node}.seed.iso",
+        hostname=node,
+        instance_id=f"{lab_id}-{node}",
+        authorized_keys=[client_pub],
+        host_keys={"ed25519": (host_priv, host_pub)},
+        network_config={"version": 2, "ethernets": ethernets},
+        user=user,
     )

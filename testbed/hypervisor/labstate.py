@@ -73,7 +73,7 @@ class LabState:
 
 def all_lab_states(labs_dir: Path) -> list[LabState]:
     """Every readable lab record (unreadable ones are skipped; the reaper reports them)."""
-    states = []
+    states: list[LabState] = []
     if not labs_dir.exists():
         return states
     for path in sorted(labs_dir.glob("*/state.json")):

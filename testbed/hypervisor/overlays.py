@@ -20,9 +20,7 @@ async def create_overlay(base: Path, overlay: Path, *, size_mb: int | None = Non
     argv = ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(base.resolve()), str(overlay)]
     if size_mb is not None:
         argv.append(f"{size_mb}M")
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     _, err = await proc.communicate()
     if proc.returncode != 0:
         raise HarnessError(f"qemu-img create {overlay} failed: {err.decode(errors='replace').strip()}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,8 +56,9 @@ async def reap(hv: Hypervisor, settings: Settings, *, dry_run: bool = False) -> 
     for lab_id, lease in (await asyncio.to_thread(leases.all)).items():
         if lab_id not in detached and not lease.owner.is_alive():
             report.leases.append(lab_id)
-    report.lab_dirs += _stray_lab_dirs(settings.labs_dir, {s.lab_id for s in states}, report.leases,
-                                       await asyncio.to_thread(leases.all))
+    report.lab_dirs += _stray_lab_dirs(
+        settings.labs_dir, {s.lab_id for s in states}, report.leases, await asyncio.to_thread(leases.all)
+    )
     if dry_run:
         return report
     results = await asyncio.gather(*(hv.destroy_domain(d) for d in report.domains), return_exceptions=True)
@@ -72,7 +74,9 @@ async def reap(hv: Hypervisor, settings: Settings, *, dry_run: bool = False) -> 
     return report
 
 
-def _stray_lab_dirs(labs_dir: Path, with_state: set[str], dead_leases: list[str], leases: dict[str, object]) -> list[str]:
+def _stray_lab_dirs(
+    labs_dir: Path, with_state: set[str], dead_leases: list[str], leases: Mapping[str, object]
+) -> list[str]:
     """Lab directories with no readable state file and no live lease (a crash before the
     first state write)."""
     if not labs_dir.exists():

@@ -57,10 +57,7 @@ class LabMetadata:
             f"pid='{o.pid}' starttime='{o.starttime}' host={quoteattr(o.host)} "
             f"detached='{'yes' if o.detached else 'no'}'"
         )
-        return (
-            f"<tb:lab xmlns:tb='{METADATA_NS}' {lab_attrs}>"
-            f"<tb:owner {owner_attrs}/></tb:lab>"
-        )
+        return f"<tb:lab xmlns:tb='{METADATA_NS}' {lab_attrs}><tb:owner {owner_attrs}/></tb:lab>"
 
     @classmethod
     def from_xml(cls, text: str) -> LabMetadata | None:

@@ -64,7 +64,9 @@ async def _run(argv: list[str], stage: str, progress: ProgressFn | None, cwd: Pa
 def _require_tools() -> None:
     for tool in ("debootstrap", "mkfs.ext4", "qemu-img", "chroot"):
         if shutil.which(tool) is None:
-            raise HarnessError(f"{tool} not found: run scripts/setup-host.sh (apt-get install debootstrap e2fsprogs qemu-utils)")
+            raise HarnessError(
+                f"{tool} not found: run scripts/setup-host.sh (apt-get install debootstrap e2fsprogs qemu-utils)"
+            )
 
 
 def _sha256(path: Path) -> str:
@@ -85,8 +87,11 @@ async def build_image(
     """Build `image` (a debootstrap recipe) into `store`, or return the cached build."""
     source = image.source
     if not isinstance(source, DebootstrapSource):
-        raise InputError(f"images/{image.name}.yaml", "source.type",
-                         f"'{source.type}' images are not built locally; use `testbed image pull` or `import`")
+        raise InputError(
+            f"images/{image.name}.yaml",
+            "source.type",
+            f"'{source.type}' images are not built locally; use `testbed image pull` or `import`",
+        )
     key = recipe_key(image)
     cached = store.get(image.name, key)
     if cached is not None and not force:

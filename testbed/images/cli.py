@@ -39,9 +39,7 @@ from testbed.images.pull import pull_image
 from testbed.images.store import ImageStore, StoredImage
 from testbed.model.images import DebootstrapSource, ImageDef, UrlSource, UserSource, load_catalog
 
-app = typer.Typer(
-    help="Image catalog and cache: list, show, pull, import, build.", no_args_is_help=True
-)
+app = typer.Typer(help="Image catalog and cache: list, show, pull, import, build.", no_args_is_help=True)
 
 
 @contextmanager
@@ -109,8 +107,9 @@ def list_images() -> None:
         for stored in store.list():
             if stored.manifest.name not in catalog:
                 m = stored.manifest
-                table.add_row(m.name, "?", "(not in catalog)", "", "yes", m.key[:12],
-                              _human(m.disk_size), str(stored.disk))
+                table.add_row(
+                    m.name, "?", "(not in catalog)", "", "yes", m.key[:12], _human(m.disk_size), str(stored.disk)
+                )
         Console().print(table)
 
 

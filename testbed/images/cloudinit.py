@@ -118,8 +118,7 @@ def make_nocloud_seed(
     """
     files = {
         "meta-data": _dump({"instance-id": instance_id, "local-hostname": hostname}),
-        "user-data": "#cloud-config\n"
-        + _dump(_user_data(hostname, authorized_keys, host_keys, user)),
+        "user-data": "#cloud-config\n" + _dump(_user_data(hostname, authorized_keys, host_keys, user)),
     }
     if network_config is not None:
         files["network-config"] = _dump(_network_config(network_config))

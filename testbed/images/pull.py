@@ -283,10 +283,7 @@ async def _pull_into(
     fetched = staging / "download"
     actual = await download(source.url, fetched, progress=progress, transport=transport)
     if actual != source.sha256:
-        raise HarnessError(
-            f"{image.name}: sha256 mismatch for {source.url}: "
-            f"expected {source.sha256}, got {actual}"
-        )
+        raise HarnessError(f"{image.name}: sha256 mismatch for {source.url}: expected {source.sha256}, got {actual}")
     unpacked = fetched
     if source.compression != "none":
         unpacked = staging / "unpacked"

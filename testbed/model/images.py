@@ -25,9 +25,7 @@ class _Strict(BaseModel):
 
 
 class OSInfo(_Strict):
-    family: Literal[
-        "debian", "ubuntu", "rhel", "alpine", "vyos", "openwrt", "opnsense", "sonic"
-    ]
+    family: Literal["debian", "ubuntu", "rhel", "alpine", "vyos", "openwrt", "opnsense", "sonic"]
     release: str
 
 

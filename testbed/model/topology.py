@@ -149,17 +149,14 @@ class Topology(_Strict):
                 raise ValueError(f"node '{node.name}' has no image and no default image was given")
             if known_images is not None and image not in known_images:
                 raise ValueError(
-                    f"node '{node.name}': unknown image '{image}' "
-                    f"(known: {', '.join(sorted(known_images)) or 'none'})"
+                    f"node '{node.name}': unknown image '{image}' (known: {', '.join(sorted(known_images)) or 'none'})"
                 )
         node_set = set(names)
         for net in self.networks:
             for member in net.members:
                 if member not in node_set:
                     raise ValueError(f"network '{net.name}': undefined node '{member}'")
-        subnets = [
-            (net.name, ipaddress.IPv4Network(net.subnet)) for net in self.networks if net.subnet
-        ]
+        subnets = [(net.name, ipaddress.IPv4Network(net.subnet)) for net in self.networks if net.subnet]
         for i, (name_a, a) in enumerate(subnets):
             for name_b, b in subnets[i + 1 :]:
                 if a.overlaps(b):
@@ -171,17 +168,11 @@ class Topology(_Strict):
                     raise ValueError(f"node '{node.name}': route to undefined network '{route.to}'")
                 if route.via not in node_set:
                     raise ValueError(f"node '{node.name}': route via undefined node '{route.via}'")
-                shared = [
-                    n.name for n in self.networks if node.name in n.members and route.via in n.members
-                ]
+                shared = [n.name for n in self.networks if node.name in n.members and route.via in n.members]
                 if not shared:
-                    raise ValueError(
-                        f"node '{node.name}': route via '{route.via}', which shares no network with it"
-                    )
+                    raise ValueError(f"node '{node.name}': route via '{route.via}', which shares no network with it")
                 if not self.node(route.via).forward:
-                    raise ValueError(
-                        f"node '{node.name}': route via '{route.via}', which does not set forward: true"
-                    )
+                    raise ValueError(f"node '{node.name}': route via '{route.via}', which does not set forward: true")
         budget: int | None = ctx.get("memory_budget_mb")
         if budget is not None and self.total_memory_mb > budget:
             raise ValueError(
@@ -209,7 +200,10 @@ def load_topology(
 ) -> Topology:
     """Load and validate a topology file; every problem is an `InputError` naming the field."""
     return topology_from_data(
-        read_yaml(path), path, images=images, default_image=default_image,
+        read_yaml(path),
+        path,
+        images=images,
+        default_image=default_image,
         memory_budget_mb=memory_budget_mb,
     )
 

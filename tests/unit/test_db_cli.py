@@ -54,9 +54,20 @@ def test_runs_list_and_show(url: str) -> None:
     result = runner.invoke(runs_app, ["show", passed[:8], "--db", url])
     assert result.exit_code == 0, result.output
     out = result.output
-    for expected in ("phases", "provisioning", "commands (5)", "apt-get install -y nginx",
-                     "systemctl restart nginx", "timeout", "before_setup", "after_agent",
-                     "R1", "indeterminate", "service-restart", "10.213.0.10"):
+    for expected in (
+        "phases",
+        "provisioning",
+        "commands (5)",
+        "apt-get install -y nginx",
+        "systemctl restart nginx",
+        "timeout",
+        "before_setup",
+        "after_agent",
+        "R1",
+        "indeterminate",
+        "service-restart",
+        "10.213.0.10",
+    ):
         assert expected in out, expected
     assert "server { listen" not in out  # only the first line of a command is shown
 

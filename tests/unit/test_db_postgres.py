@@ -67,13 +67,16 @@ def test_migrated_schema_equals_models(pg_url: str, sessions: sessionmaker[Sessi
     with engine.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"compare_type": True})
         assert compare_metadata(ctx, Base.metadata) == []
-        kinds = dict(conn.execute(text(
-            "SELECT column_name, data_type FROM information_schema.columns "
-            "WHERE table_name = 'commands' AND column_name IN ('impact', 'started_at', 'id')"
-        )).all())
+        kinds = dict(
+            conn.execute(
+                text(
+                    "SELECT column_name, data_type FROM information_schema.columns "
+                    "WHERE table_name = 'commands' AND column_name IN ('impact', 'started_at', 'id')"
+                )
+            ).all()
+        )
     engine.dispose()
-    assert kinds == {"impact": "jsonb", "started_at": "timestamp with time zone",
-                     "id": "bigint"}
+    assert kinds == {"impact": "jsonb", "started_at": "timestamp with time zone", "id": "bigint"}
 
 
 def test_round_trip(sessions: sessionmaker[Session]) -> None:
@@ -83,15 +86,21 @@ def test_round_trip(sessions: sessionmaker[Session]) -> None:
         assert run_detail(session, run_id[:6]).run.id == run_id
 
 
-async def test_seq_under_concurrency_and_visibility(pg_url: str,
-                                                    sessions: sessionmaker[Session]) -> None:
+async def test_seq_under_concurrency_and_visibility(pg_url: str, sessions: sessionmaker[Session]) -> None:
     rec = RunRecorder.create(sessions, task_id="t", agent="a")
 
     def record(i: int) -> int:
-        return rec.record_command(CommandRecord(
-            node="n", phase="agent", source="agent", command=f"echo {i}",
-            started_at=utcnow(), duration_ms=1, exit_code=0,
-        ))
+        return rec.record_command(
+            CommandRecord(
+                node="n",
+                phase="agent",
+                source="agent",
+                command=f"echo {i}",
+                started_at=utcnow(),
+                duration_ms=1,
+                exit_code=0,
+            )
+        )
 
     async def worker(w: int) -> None:
         for i in range(8):
@@ -103,9 +112,11 @@ async def test_seq_under_concurrency_and_visibility(pg_url: str,
         cid = record(99)
         with other.connect() as conn:  # another connection sees it at once: committed
             assert conn.execute(select(Command.seq).where(Command.id == cid)).scalar() == 41
-            seqs = conn.execute(
-                select(Command.seq).where(Command.run_id == rec.run_id).order_by(Command.id)
-            ).scalars().all()
+            seqs = (
+                conn.execute(select(Command.seq).where(Command.run_id == rec.run_id).order_by(Command.id))
+                .scalars()
+                .all()
+            )
     finally:
         other.dispose()
     assert seqs == list(range(1, 42))
@@ -113,10 +124,18 @@ async def test_seq_under_concurrency_and_visibility(pg_url: str,
 
 def test_nul_bytes_are_storable(sessions: sessionmaker[Session]) -> None:
     rec = RunRecorder.create(sessions, task_id="t", agent="a")
-    cid = rec.record_command(CommandRecord(
-        node="n", phase="probe", source="harness", command="cat /proc/1/cmdline",
-        started_at=utcnow(), duration_ms=1, exit_code=0, stdout="/sbin/init\x00splash\x00",
-    ))
+    cid = rec.record_command(
+        CommandRecord(
+            node="n",
+            phase="probe",
+            source="harness",
+            command="cat /proc/1/cmdline",
+            started_at=utcnow(),
+            duration_ms=1,
+            exit_code=0,
+            stdout="/sbin/init\x00splash\x00",
+        )
+    )
     sid = rec.record_snapshot("n", "before_setup", {"cmdline": "a\x00b", "x": float("nan")})
     with sessions() as session:
         row = session.get(Command, cid)

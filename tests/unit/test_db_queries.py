@@ -56,8 +56,7 @@ def test_run_detail_by_prefix(sessions: sessionmaker[Session]) -> None:
     text = json.dumps(data)
     assert data["run"]["created_at"].endswith("+00:00")
     assert [c["seq"] for c in data["commands"]] == [1, 2, 3, 4, 5]
-    assert {s["point"] for s in data["snapshots"]} == {"before_setup", "after_setup",
-                                                      "after_agent"}
+    assert {s["point"] for s in data["snapshots"]} == {"before_setup", "after_setup", "after_agent"}
     assert "data" not in data["snapshots"][0]  # snapshot data is not loaded
     assert "nginx" in text
 

@@ -32,8 +32,14 @@ def sessions(db_path: Path) -> sessionmaker[Session]:
 
 def cmd(i: int = 0, *, phase: str = "agent", source: str = "agent") -> CommandRecord:
     return CommandRecord(
-        node="web", phase=phase, source=source, command=f"echo {i}",
-        started_at=utcnow(), duration_ms=5, exit_code=0, stdout=f"{i}\n",
+        node="web",
+        phase=phase,
+        source=source,
+        command=f"echo {i}",
+        started_at=utcnow(),
+        duration_ms=5,
+        exit_code=0,
+        stdout=f"{i}\n",
     )
 
 
@@ -66,9 +72,7 @@ async def test_seq_is_monotonic_under_concurrency(sessions: sessionmaker[Session
     await asyncio.gather(*(worker(w) for w in range(6)))
     with sessions() as session:
         rows = session.execute(
-            select(Command.id, Command.seq, Command.command)
-            .where(Command.run_id == rec.run_id)
-            .order_by(Command.seq)
+            select(Command.id, Command.seq, Command.command).where(Command.run_id == rec.run_id).order_by(Command.seq)
         ).all()
     assert [r.seq for r in rows] == list(range(1, 61))
     # seq order is commit order, which is id order
@@ -95,8 +99,9 @@ def test_failed_insert_does_not_burn_a_seq(sessions: sessionmaker[Session]) -> N
     rec.record_command(cmd(1))
     with pytest.raises(ValueError, match="phase"):
         rec.record_command(cmd(2, phase="reboot"))
-    bad = CommandRecord(node="web", phase="agent", source="agent", command="x",
-                        started_at=utcnow(), duration_ms=1, impact=[object()])  # type: ignore[list-item]
+    bad = CommandRecord(
+        node="web", phase="agent", source="agent", command="x", started_at=utcnow(), duration_ms=1, impact=[object()]
+    )  # type: ignore[list-item]
     with pytest.raises(TypeError):
         rec.record_command(bad)
     rec.record_command(cmd(3))
@@ -105,8 +110,7 @@ def test_failed_insert_does_not_burn_a_seq(sessions: sessionmaker[Session]) -> N
     assert sorted(seqs) == [1, 2]
 
 
-def test_command_is_committed_when_record_command_returns(db_path: Path,
-                                                          sessions: sessionmaker[Session]) -> None:
+def test_command_is_committed_when_record_command_returns(db_path: Path, sessions: sessionmaker[Session]) -> None:
     rec = RunRecorder.create(sessions, task_id="t", agent="a")
     other = make_engine(f"sqlite:///{db_path}")  # a second engine: its own connections
     raw = sqlite3.connect(db_path)  # and a connection SQLAlchemy knows nothing about
@@ -114,9 +118,7 @@ def test_command_is_committed_when_record_command_returns(db_path: Path,
         for i in range(1, 4):
             command_id = rec.record_command(cmd(i))
             with other.connect() as conn:
-                row = conn.execute(
-                    select(Command.seq, Command.command).where(Command.id == command_id)
-                ).one()
+                row = conn.execute(select(Command.seq, Command.command).where(Command.id == command_id)).one()
             assert tuple(row) == (i, f"echo {i}")
             assert raw.execute("SELECT count(*) FROM commands").fetchone() == (i,)
     finally:
@@ -173,12 +175,13 @@ def test_state_and_phases(sessions: sessionmaker[Session]) -> None:
     with sessions() as session:
         run = session.get(Run, rec.run_id)
         assert run is not None
-        assert (run.state, run.outcome, run.error) == ("finished", "error",
-                                                       "libvirt: domain vanished")
+        assert (run.state, run.outcome, run.error) == ("finished", "error", "libvirt: domain vanished")
         assert run.started_at is not None and run.finished_at is not None
         phases = session.scalars(select(Phase).order_by(Phase.id)).all()
         assert [(p.name, p.status) for p in phases] == [
-            ("verify", "failed"), ("verify", "error"), ("reboot", "error"),
+            ("verify", "failed"),
+            ("verify", "error"),
+            ("reboot", "error"),
         ]
         assert phases[0].finished_at == start + timedelta(seconds=3)
         assert all(p.finished_at is not None for p in phases)
@@ -195,7 +198,11 @@ def test_nodes(sessions: sessionmaker[Session]) -> None:
     with sessions() as session:
         node = session.scalars(select(Node)).one()
         assert (node.name, node.image, node.domain_name, node.mgmt_ip, node.os_release) == (
-            "r1", "vyos", "tb-x-r1", "10.0.0.5", "VyOS 1.4"
+            "r1",
+            "vyos",
+            "tb-x-r1",
+            "10.0.0.5",
+            "VyOS 1.4",
         )
 
 
@@ -226,25 +233,34 @@ def test_text_and_json_are_cleaned(sessions: sessionmaker[Session]) -> None:
     assert clean_text("a\x00b") == "a\ufffdb"
     assert clean_text(b"ok\xff".decode("utf-8", "surrogateescape")) == "ok\ufffd"
     assert clean_json({"t": (1, 2.5, float("inf")), 3: datetime(2024, 1, 1, tzinfo=UTC)}) == {
-        "t": [1, 2.5, None], "3": "2024-01-01T00:00:00+00:00",
+        "t": [1, 2.5, None],
+        "3": "2024-01-01T00:00:00+00:00",
     }
     rec = RunRecorder.create(sessions, task_id="t", agent="a")
     cid = rec.record_command(
-        CommandRecord(node="web", phase="probe", source="harness", command="cat bin\x00",
-                      started_at=utcnow(), duration_ms=0, stdout="\x00\x01",
-                      redacted=["aws-key"], error=None)
+        CommandRecord(
+            node="web",
+            phase="probe",
+            source="harness",
+            command="cat bin\x00",
+            started_at=utcnow(),
+            duration_ms=0,
+            stdout="\x00\x01",
+            redacted=["aws-key"],
+            error=None,
+        )
     )
     with sessions() as session:
         row = session.get(Command, cid)
         assert row is not None
-        assert (row.command, row.stdout, row.redacted) == ("cat bin\ufffd", "\ufffd\x01",
-                                                          ["aws-key"])
+        assert (row.command, row.stdout, row.redacted) == ("cat bin\ufffd", "\ufffd\x01", ["aws-key"])
 
 
 def test_rejects_naive_and_bad_values(sessions: sessionmaker[Session]) -> None:
     rec = RunRecorder.create(sessions, task_id="t", agent="a")
-    naive = CommandRecord(node="web", phase="agent", source="agent", command="x",
-                          started_at=datetime(2024, 1, 1), duration_ms=1)
+    naive = CommandRecord(
+        node="web", phase="agent", source="agent", command="x", started_at=datetime(2024, 1, 1), duration_ms=1
+    )
     with pytest.raises(ValueError, match="timezone-aware"):
         rec.record_command(naive)
     with pytest.raises(ValueError, match="source"):

@@ -29,9 +29,7 @@ def test_migrated_schema_equals_models(url: str) -> None:
     assert upgrade(url) == head_revision()
     engine = make_engine(url)
     with engine.connect() as conn:
-        ctx = MigrationContext.configure(
-            conn, opts={"compare_type": True, "compare_server_default": True}
-        )
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True, "compare_server_default": True})
         assert compare_metadata(ctx, Base.metadata) == []
         insp = inspect(conn)
         assert set(insp.get_table_names()) == {*TABLES, "alembic_version"}
@@ -71,9 +69,7 @@ def test_sqlite_pragmas(url: str) -> None:
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
-        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == (
-            engine_mod.SQLITE_BUSY_TIMEOUT_MS
-        )
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == (engine_mod.SQLITE_BUSY_TIMEOUT_MS)
     engine.dispose()
 
 
@@ -143,8 +139,7 @@ def test_concurrent_upgrades_from_several_processes(url: str) -> None:
 
     code = "import sys; from testbed.db.migrate import upgrade; print(upgrade(sys.argv[1]))"
     procs = [
-        subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(4)
     ]
     for proc in procs:

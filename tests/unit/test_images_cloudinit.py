@@ -90,7 +90,10 @@ def test_seed_for_a_non_root_user_without_network(tmp_path: Path) -> None:
 
 def test_network_config_without_version_gets_v2(tmp_path: Path) -> None:
     dest = make_nocloud_seed(
-        tmp_path / "seed.iso", hostname="r1", instance_id="i-3", authorized_keys=[],
+        tmp_path / "seed.iso",
+        hostname="r1",
+        instance_id="i-3",
+        authorized_keys=[],
         network_config={"ethernets": {"eth1": {"addresses": ["10.0.0.1/24"]}}},
     )
     _, files = read_iso(dest)
@@ -99,9 +102,15 @@ def test_network_config_without_version_gets_v2(tmp_path: Path) -> None:
 
 def test_rejects_bad_input(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="host key type"):
-        make_nocloud_seed(tmp_path / "a.iso", hostname="h", instance_id="i", authorized_keys=[],
-                          host_keys={"dsa": (PRIVATE, PUBLIC)})
+        make_nocloud_seed(
+            tmp_path / "a.iso", hostname="h", instance_id="i", authorized_keys=[], host_keys={"dsa": (PRIVATE, PUBLIC)}
+        )
     with pytest.raises(ValueError, match="version 2"):
-        make_nocloud_seed(tmp_path / "b.iso", hostname="h", instance_id="i", authorized_keys=[],
-                          network_config={"version": 1, "config": []})
+        make_nocloud_seed(
+            tmp_path / "b.iso",
+            hostname="h",
+            instance_id="i",
+            authorized_keys=[],
+            network_config={"version": 1, "config": []},
+        )
     assert not list(tmp_path.iterdir())

@@ -85,8 +85,9 @@ def test_import_raw_is_converted(store: ImageStore, catalog: dict[str, ImageDef]
     src.write_bytes(bytes(data))
     stored = import_image("sonic-test", src, store, catalog)
     assert stored.manifest.key == sha256(src)
-    out = subprocess.run(["qemu-img", "info", "--output=json", str(stored.disk)],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["qemu-img", "info", "--output=json", str(stored.disk)], check=True, capture_output=True, text=True
+    ).stdout
     assert json.loads(out)["format"] == "qcow2"
     assert src.read_bytes() == bytes(data)
 

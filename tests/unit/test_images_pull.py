@@ -70,8 +70,9 @@ def define(root: Path, name: str, url: str, sha: str, fmt: str = "qcow2", comp: 
 
 
 def info(path: Path) -> dict[str, object]:
-    out = subprocess.run(["qemu-img", "info", "--output=json", str(path)], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["qemu-img", "info", "--output=json", str(path)], check=True, capture_output=True, text=True
+    ).stdout
     result: dict[str, object] = json.loads(out)
     return result
 
@@ -194,8 +195,9 @@ async def test_http_download_with_progress(root: Path, store: ImageStore, tmp_pa
 
     image = define(root, "web", "https://images.example/small.qcow2", sha256(src))
     seen: list[tuple[int, int | None]] = []
-    stored = await pull_image(image, store, progress=lambda d, t: seen.append((d, t)),
-                              transport=httpx.MockTransport(handler))
+    stored = await pull_image(
+        image, store, progress=lambda d, t: seen.append((d, t)), transport=httpx.MockTransport(handler)
+    )
     assert requests == ["https://images.example/small.qcow2"]
     assert seen[-1] == (len(body), len(body))
     assert sha256(stored.disk) == sha256(src)

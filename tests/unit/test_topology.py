@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from testbed.errors import InputError
 from testbed.hypervisor.addressing import plan_addresses
@@ -48,11 +47,20 @@ def base() -> dict:
         (lambda d: d["nodes"][0].update(memroy=5), "nodes[a].memroy", "Extra inputs are not permitted"),
         (lambda d: d["nodes"][0].update(name="Bad_Name"), "nodes[Bad_Name].name", "not a valid node name"),
         (lambda d: d["networks"][0].update(subnet="10.0.0.0/33"), "networks[lan].subnet", "not an IPv4 subnet"),
-        (lambda d: d["networks"].append({"name": "lan2", "members": ["a"], "subnet": "10.1.0.0/24"})
-         or d["networks"][0].update(subnet="10.1.0.0/16"), None, "overlap"),
+        (
+            lambda d: (
+                d["networks"].append({"name": "lan2", "members": ["a"], "subnet": "10.1.0.0/24"})
+                or d["networks"][0].update(subnet="10.1.0.0/16")
+            ),
+            None,
+            "overlap",
+        ),
         (lambda d: d["nodes"][0].update(routes=[{"to": "lan", "via": "b"}]), None, "does not set forward"),
-        (lambda d: d["networks"][0].update(subnet="10.9.0.0/24", addresses={"a": "10.8.0.1"}),
-         "networks[lan]", "not a host address"),
+        (
+            lambda d: d["networks"][0].update(subnet="10.9.0.0/24", addresses={"a": "10.8.0.1"}),
+            "networks[lan]",
+            "not a host address",
+        ),
     ],
 )
 def test_bad_topologies_name_the_field(tmp_path: Path, mutate, field: str | None, needle: str) -> None:
@@ -76,16 +84,19 @@ def test_duplicate_yaml_keys_are_rejected(tmp_path: Path) -> None:
 
 
 def test_lab_up_with_bad_topology_exits_2_and_creates_nothing(tmp_path: Path, testbed_home: Path) -> None:
-    from testbed.cli import main  # noqa: F401 - import check
     import subprocess
     import sys
+
+    from testbed.cli import main  # noqa: F401 - import check
 
     data = base()
     data["networks"][0]["members"].append("ghost")
     path = write(tmp_path, data)
     proc = subprocess.run(
         [sys.executable, "-m", "testbed.cli", "lab", "up", str(path)],
-        capture_output=True, text=True, env={**__import__("os").environ, "TESTBED_HOME": str(testbed_home)},
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "TESTBED_HOME": str(testbed_home)},
         check=False,
     )
     assert proc.returncode == 2, proc.stderr
@@ -112,5 +123,3 @@ def test_fixed_addresses_are_kept_and_skipped(tmp_path: Path) -> None:
     topo = load_topology(write(tmp_path, data), images=IMAGES, default_image="debian-12")
     plan = plan_addresses(topo, "10.213.0.0/24", {})
     assert plan.data["lan"] == {"a": "192.0.2.11", "b": "192.0.2.10"}
-
-

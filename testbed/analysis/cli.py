@@ -1,0 +1,73 @@
+"""`testbed analyze …`: offline analysis of recorded commands.
+
+Contract of `testbed analyze commands FILE.jsonl` (FILE may be `-` for stdin): every
+non-blank line must be a JSON object; each is written to stdout, keys in their order, with
+`impact` set to the sorted high-impact classes of its `command` (`[]` when the object has
+no `command` or it is null). A line that is not JSON, not an object, or whose `command` is
+not a string is an `InputError` naming the file and line number (exit status 2, nothing
+written). Blank lines are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import typer
+
+from testbed.analysis.impact import classify
+from testbed.errors import InputError
+
+app = typer.Typer(help="Analyse recorded commands (high-impact classes).", no_args_is_help=True)
+
+
+@app.callback()
+def _root() -> None:
+    """Analyse recorded commands offline."""
+
+
+def annotate_lines(lines: Iterable[str], source: str) -> Iterator[str]:
+    """Yield each JSONL object of `lines` re-serialised with an `impact` list.
+
+    Raises `InputError(source, "line N", problem)` on a malformed line.
+    """
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(source, where, f"not valid JSON ({exc.msg})") from exc
+        if not isinstance(obj, dict):
+            raise InputError(source, where, "expected a JSON object")
+        command = obj.get("command")
+        if command is not None and not isinstance(command, str):
+            raise InputError(source, f"{where}: command", "expected a string")
+        obj["impact"] = classify(command) if command else []
+        yield json.dumps(obj, ensure_ascii=False)
+
+
+def _read_lines(file: str) -> list[str]:
+    if file == "-":
+        return sys.stdin.read().splitlines()
+    try:
+        return Path(file).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(file, None, f"cannot read: {exc}") from exc
+
+
+@app.command("commands")
+def commands(
+    file: str = typer.Argument(..., help="JSONL file of objects with a `command` field, or - for stdin."),
+) -> None:
+    """Add an `impact` list (high-impact command classes) to each JSONL object."""
+    try:
+        out = list(annotate_lines(_read_lines(file), file))
+    except InputError as exc:
+        typer.echo(f"error: {exc.render()}", err=True)
+        raise typer.Exit(2) from exc
+    for line in out:
+        typer.echo(line)

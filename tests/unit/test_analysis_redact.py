@@ -1,0 +1,132 @@
+"""Secret redaction: positives, false-positive traps, idempotence."""
+
+from __future__ import annotations
+
+import pytest
+
+from testbed.analysis.redact import redact
+
+PEM = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "QyNTUxOQAAACDx2yJ0aW1lIjoxNjk5OTk5OTk5fQ==\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
+SHADOW = (
+    "root:$6$Zq3xY2cS$0a1b2c3d4e5f6g7h8i9j0k1l2m3n4o5p6q7r8s9t0u1v2w3x4y5z6A7B8C9D0"
+    "E1F2G3H4I5J6K7L8M9N0.:19700:0:99999:7:::"
+)
+JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+
+POSITIVES = [
+    (PEM, "private_key", "b3BlbnNzaC1rZXkt"),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n4lgOEePzNm0tRgeLezV6",
+        "private_key",
+        "MIIEpAIBAAKCAQEA",
+    ),
+    ("password=hunter2 user=bob", "password", "hunter2"),
+    ("PASSWORD: s3cr3t!", "password", "s3cr3t!"),
+    ("MYSQL_ROOT_PASSWORD='correct horse'", "password", "correct horse"),
+    ('{"db_password": "abc123", "user": "app"}', "password", "abc123"),
+    ("passwd=Sup3rS3cret", "password", "Sup3rS3cret"),
+    ("mysqladmin --password=Xyz789 status", "password", "Xyz789"),
+    ("app --db-password Xyz789 --port 5432", "password", "Xyz789"),
+    ("mysql -u root -pS3cret -e 'show databases'", "password", "S3cret"),
+    ("mysql -uroot -p'Sp ace' db", "password", "Sp ace"),
+    ("CREATE USER 'app'@'%' IDENTIFIED BY 'Pa55word!';", "password", "Pa55word!"),
+    ("ALTER ROLE app WITH PASSWORD 'pgpass1';", "password", "pgpass1"),
+    ("curl -H 'Authorization: Bearer abcdef1234567890abcdef' https://api", "bearer_token", "abcdef1234567890abcdef"),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "bearer_token", "dXNlcjpwYXNzd29yZA=="),
+    ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "aws_access_key", "AKIAIOSFODNN7EXAMPLE"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_key", "wJalrXUtnFEMI"),
+    ("git remote add o https://x:ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/a/b", "github_token", "ghp_abc"),
+    ("token glpat-abcdefghij0123456789", "gitlab_token", "glpat-"),
+    ("SLACK=xoxb-123456789012-abcdefABCDEF", "slack_token", "xoxb-"),
+    ("OPENAI_API_KEY=sk-proj-abc123def456ghi789jkl", "api_key", "sk-proj"),
+    ("using sk-ant-api03-abcDEF123456ghiJKL789 now", "api_key", "sk-ant"),
+    ("git clone https://deploy:t0ps3cret@git.example.com/r.git", "url_credentials", "t0ps3cret"),
+    ("postgresql://app:pgPass9@db:5432/app", "url_credentials", "pgPass9"),
+    (SHADOW, "password_hash", "$6$Zq3xY2cS"),
+    ("bob:$y$j9T$abcdefghijklmnop$ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq:19700::::::", "password_hash", "$y$j9T"),
+    ("$2b$12$KIXQJhC9s0Oq7lN1pB6pRe1Ew1cYH7sCq3gqV9bqVqWnX0ZfYk9bG", "password_hash", "KIXQ"),
+    (f"token: {JWT}", "jwt", "SflKxwRJ"),
+    ("sshpass -p 'pw123!' ssh root@h", "password", "pw123!"),
+    ("curl -u admin:s3cret http://h/api", "password", "s3cret"),
+    ("echo 'alice:Secr3t' | chpasswd", "password", "Secr3t"),
+    ("echo hunter2 | passwd --stdin bob", "password", "hunter2"),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "secret"), POSITIVES)
+def test_secret_is_redacted(text: str, kind: str, secret: str) -> None:
+    result = redact(text)
+    assert secret not in result.text
+    assert f"[REDACTED:{kind}]" in result.text
+    assert kind in result.kinds
+    assert result.count >= 1
+
+
+def test_context_is_kept() -> None:
+    assert redact("password=hunter2 user=bob").text == "password=[REDACTED:password] user=bob"
+    assert redact(SHADOW).text == "root:[REDACTED:password_hash]:19700:0:99999:7:::"
+    assert redact("https://u:p4ss@h/x").text == "https://u:[REDACTED:url_credentials]@h/x"
+    assert redact(PEM + "after\n").text == "[REDACTED:private_key]\nafter\n"
+
+
+TRAPS = [
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  /tmp/file.iso",
+    "d41d8cd98f00b204e9800998ecf8427e",
+    "550e8400-e29b-41d4-a716-446655440000",
+    "password required pam_unix.so sha512 shadow try_first_pass",
+    "password   [success=1 default=ignore]  pam_unix.so obscure sha512",
+    "PasswordAuthentication no",
+    "#PermitEmptyPasswords no",
+    "Password: ",
+    "[sudo] password for deploy: ",
+    "Enter passphrase for key '/root/.ssh/id_ed25519':",
+    "password=$DB_PASS",
+    "password: ${POSTGRES_PASSWORD}",
+    "password_required: false",
+    "passwd:         files systemd",
+    "max_tokens=100",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGx0cEPa9nFXYp1vWk7 root@host",
+    "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+    "http://example.com:8080/path?q=1",
+    "docker login --password-stdin -u ci registry.example.com",
+    "mysql --password-file /etc/mysql/pw --user root",
+    "mysql -u root -p app_db",
+    "disk-by-uuid-0b3a",
+    "sk-learn-is-a-package",
+    "Oct 12 10:00:01 host sshd[123]: Failed password for root from 10.0.0.9 port 22 ssh2",
+    "Linux host 6.1.0-18-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 x86_64 GNU/Linux",
+]
+
+
+@pytest.mark.parametrize("text", TRAPS)
+def test_ordinary_output_is_untouched(text: str) -> None:
+    result = redact(text)
+    assert result.text == text
+    assert result.count == 0
+    assert result.kinds == ()
+
+
+@pytest.mark.parametrize("text", [t for t, _, _ in POSITIVES] + TRAPS)
+def test_idempotent(text: str) -> None:
+    once = redact(text)
+    twice = redact(once.text)
+    assert twice.text == once.text
+    assert twice.count == 0
+
+
+def test_counts_and_kinds_over_a_whole_output() -> None:
+    text = "\n".join(["ok", "password=a1b2c3", "AKIAIOSFODNN7EXAMPLE", "token=zz9zz9zz9", "done"])
+    result = redact(text)
+    assert result.count == 3
+    assert result.kinds == ("aws_access_key", "password")
+    assert result.text.splitlines()[0] == "ok" and result.text.splitlines()[-1] == "done"
+
+
+def test_empty_text() -> None:
+    assert redact("").count == 0

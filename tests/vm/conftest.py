@@ -1,0 +1,109 @@
+"""VM test fixtures: real guests, inside the private namespace of scripts/netns-run.
+
+Every VM test is skipped with the reason when not run under scripts/netns-run (which sets
+TESTBED_IN_NETNS): bridges and guests must never appear in the host's own namespace.
+Each test session gets a fresh TESTBED_HOME whose `images/` is the user's real image cache
+(so the debian-12 base is built once and reused), while labs and leases stay private.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testbed.config import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+IN_NETNS = os.environ.get("TESTBED_IN_NETNS") == "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if IN_NETNS:
+        return
+    skip = pytest.mark.skip(
+        reason="VM test: must run inside scripts/netns-run (private network namespace with its own "
+        "libvirtd); run scripts/test.sh or `scripts/netns-run .venv/bin/pytest -m vm`"
+    )
+    for item in items:
+        if "vm" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def real_images_dir() -> Path:
+    """The user's image cache, with debian-12 built (a no-op when the recipe is unchanged)."""
+    from testbed.images.build import build_image
+    from testbed.images.store import ImageStore
+    from testbed.model.images import load_image
+
+    settings = Settings.from_env()
+    image = load_image(ROOT / "images" / "debian-12.yaml")
+    asyncio.run(build_image(image, ImageStore(settings.images_dir)))
+    return settings.images_dir
+
+
+@pytest.fixture(scope="session")
+def vm_home(real_images_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("vmhome")
+    (home / "images").symlink_to(real_images_dir)
+    old = os.environ.get("TESTBED_HOME")
+    os.environ["TESTBED_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("TESTBED_HOME", None)
+    else:
+        os.environ["TESTBED_HOME"] = old
+
+
+def testbed_cli(*args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """Run the real `testbed` CLI in a subprocess (same environment)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "testbed.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"testbed {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def leftovers(home: Path) -> dict[str, list[str]]:
+    """Everything testbed-owned still present: domains, networks, lab dirs, leases."""
+    import json
+
+    import libvirt
+
+    from testbed.hypervisor.xml import LabMetadata
+
+    conn = libvirt.open(Settings.from_env().libvirt_uri)
+    try:
+        domains = [d.name() for d in conn.listAllDomains(0) if LabMetadata.from_xml(d.XMLDesc(0))]
+        networks = [n.name() for n in conn.listAllNetworks(0) if LabMetadata.from_xml(n.XMLDesc(0))]
+    finally:
+        conn.close()
+    labs = [p.name for p in (home / "labs").iterdir()] if (home / "labs").exists() else []
+    lease_file = home / "leases" / "leases.json"
+    leases = list(json.loads(lease_file.read_text())) if lease_file.exists() else []
+    return {"domains": domains, "networks": networks, "labs": labs, "leases": leases}
+
+
+def assert_clean(home: Path) -> None:
+    left = leftovers(home)
+    assert left == {"domains": [], "networks": [], "labs": [], "leases": []}, left
+
+
+def overlay_files(home: Path) -> list[str]:
+    return [str(p) for p in home.glob("labs/**/*.qcow2")]
+
+
+__all__ = ["ROOT", "assert_clean", "leftovers", "overlay_files", "shutil", "testbed_cli"]

@@ -1,0 +1,80 @@
+"""Guest execution against a real guest, and serial-console readiness on the Debian console."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed.hypervisor.lab import Lab
+from testbed.model.topology import Topology
+from testbed.runtime import runtime
+
+pytestmark = pytest.mark.vm
+
+
+def test_serial_readiness_and_exec_bounds(vm_home: Path) -> None:
+    # A serial-readiness variant of debian-12, sharing its cached base image.
+    (vm_home / "images" / "debian-12").resolve()
+    serial_cache = vm_home / "serial-images"
+    serial_cache.mkdir()
+    (serial_cache / "debian-12-serial").symlink_to((vm_home / "images" / "debian-12").resolve())
+    asyncio.run(_exercise(serial_cache))
+
+
+async def _exercise(serial_cache: Path) -> None:
+    async with runtime() as rt:
+        base = rt.catalog["debian-12"]
+        serial = base.model_copy(
+            update={
+                "name": "debian-12-serial",
+                "readiness": base.readiness.model_copy(update={"method": "serial", "prompt": r"login: *$"}),
+            }
+        )
+        catalog = {**rt.catalog, "debian-12-serial": serial}
+        settings = rt.settings
+
+        from testbed.images.store import ImageStore
+
+        topo = Topology(name="serial", nodes=[{"name": "box", "image": "debian-12-serial", "memory": 512}])
+        lab = Lab(topo, catalog, settings=settings, hypervisor=rt.hypervisor, accel=rt.accel.accel)
+        lab.store = ImageStore(serial_cache)
+        async with lab:
+            box = lab.nodes["box"]
+            console = box.console_log.read_text(errors="replace")
+            assert "login:" in console
+            # readiness came from the console; SSH comes up on its own shortly after
+            from testbed.guest.readiness import wait_for_ssh
+
+            await wait_for_ssh(box.session, timeout=120, alive=box.is_running, name="box")
+
+            ok = await box.exec("echo out; echo err >&2; exit 3")
+            assert (ok.exit_code, ok.stdout, ok.stderr) == (3, "out\n", "err\n")
+            assert ok.duration_ms >= 0 and not ok.timed_out
+
+            t0 = time.monotonic()
+            slow = await box.exec("sleep 30; echo never", timeout=3)
+            assert slow.timed_out and "never" not in slow.stdout
+            assert time.monotonic() - t0 < 20
+            survivors = await box.exec("pgrep -x sleep || true")
+            assert survivors.stdout.strip() == "", "the timed-out command's processes must be gone"
+
+            big = await box.exec("head -c 300000 /dev/zero | tr '\\0' x", max_output=10_000)
+            assert big.stdout_truncated and len(big.stdout) < 11_000 and big.stdout.startswith("xxx")
+
+            # more concurrent commands than sshd's MaxSessions 10: all complete
+            many = await asyncio.gather(*(box.exec(f"sleep 1; echo {i}") for i in range(14)))
+            assert sorted(int(r.stdout) for r in many) == list(range(14))
+
+            payload = bytes(range(256)) * 40
+            await box.upload(payload, "/root/blob.bin", mode=0o600)
+            assert await box.download("/root/blob.bin") == payload
+            mode = await box.exec("stat -c %a /root/blob.bin")
+            assert mode.stdout.strip() == "600"
+
+            # a dropped connection is re-established on the next command
+            await box.session.close()
+            again = await box.exec("hostname")
+            assert again.stdout.strip() == "box"
