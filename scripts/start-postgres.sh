@@ -6,7 +6,8 @@
 #
 # Contract:
 # - The cluster lives in DIR/data (log: DIR/postgres.log); it listens on 127.0.0.1:PORT
-#   only (default port 55432), with no Unix socket, and trusts every loopback connection
+#   (default port 55432) and on a Unix socket in DIR/sock (reachable from other network
+#   namespaces, where 127.0.0.1 is not the host's), and trusts every local connection
 #   (test use only). Superuser `postgres`; database `testbed_test` is created if absent.
 # - Idempotent: an already running cluster in DIR on PORT is reused; running it on another
 #   port is an error (exit 1).
@@ -72,8 +73,8 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 run() { "${as_owner[@]}" "$@"; }
 
-mkdir -p "$dir"
-if [ "$(id -u)" -eq 0 ]; then chown postgres: "$dir"; fi
+mkdir -p "$dir" "$dir/sock"
+if [ "$(id -u)" -eq 0 ]; then chown postgres: "$dir" "$dir/sock"; fi
 
 if [ ! -f "$data/PG_VERSION" ]; then
   log "creating cluster in $data"
@@ -90,7 +91,7 @@ else
 # Written by scripts/start-postgres.sh on every start.
 listen_addresses = '127.0.0.1'
 port = $port
-unix_socket_directories = ''
+unix_socket_directories = '$dir/sock'
 fsync = off
 synchronous_commit = off
 full_page_writes = off

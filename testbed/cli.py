@@ -18,6 +18,7 @@ from testbed.db.cli import db_app, runs_app
 from testbed.errors import HarnessError, InputError
 from testbed.hypervisor.cli import lab_app, reap_command
 from testbed.images.cli import app as image_app
+from testbed.runner.cli import run_command, task_app
 
 app = typer.Typer(
     name="testbed",
@@ -31,6 +32,8 @@ app.command("reap")(reap_command)
 app.add_typer(db_app, name="db")
 app.add_typer(runs_app, name="runs")
 app.add_typer(analyze_app, name="analyze")
+app.add_typer(task_app, name="task")
+app.command("run")(run_command)
 
 EXIT_INPUT = 2
 EXIT_HARNESS = 3
@@ -53,7 +56,8 @@ def doctor() -> None:
 
 
 def main() -> None:
-    err = Console(stderr=True)
+    # soft_wrap: never break an error line (file paths stay whole and greppable)
+    err = Console(stderr=True, soft_wrap=True)
     try:
         app()
     except InputError as exc:

@@ -33,6 +33,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -259,6 +260,13 @@ class Command(Base):
         _one_of("phase", COMMAND_PHASES, "phase"),
         _one_of("source", COMMAND_SOURCES, "source"),
         Index(None, "run_id"),
+        # Partial index of the high-impact commands (migration 0002; used by the dashboard).
+        Index(
+            "ix_commands_impactful",
+            "run_id",
+            sqlite_where=text("impact != '[]'"),
+            postgresql_where=text("impact <> '[]'::jsonb"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)

@@ -62,7 +62,7 @@ def vm_home(real_images_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         os.environ["TESTBED_HOME"] = old
 
 
-def testbed_cli(*args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run the real `testbed` CLI in a subprocess (same environment)."""
     proc = subprocess.run(
         [sys.executable, "-m", "testbed.cli", *args],
@@ -78,7 +78,9 @@ def testbed_cli(*args: str, check: bool = True, timeout: float = 600) -> subproc
 
 
 def leftovers(home: Path) -> dict[str, list[str]]:
-    """Everything testbed-owned still present: domains, networks, lab dirs, leases."""
+    """Everything of this test session's TESTBED_HOME still present: domains, networks
+    (found by the lab directory in their metadata, so tests running side by side on one
+    libvirtd do not see each other's), lab dirs and leases."""
     import json
 
     import libvirt
@@ -87,8 +89,13 @@ def leftovers(home: Path) -> dict[str, list[str]]:
 
     conn = libvirt.open(Settings.from_env().libvirt_uri)
     try:
-        domains = [d.name() for d in conn.listAllDomains(0) if LabMetadata.from_xml(d.XMLDesc(0))]
-        networks = [n.name() for n in conn.listAllNetworks(0) if LabMetadata.from_xml(n.XMLDesc(0))]
+
+        def mine(xml: str) -> bool:
+            meta = LabMetadata.from_xml(xml)
+            return meta is not None and meta.lab_dir.startswith(str(home))
+
+        domains = [d.name() for d in conn.listAllDomains(0) if mine(d.XMLDesc(0))]
+        networks = [n.name() for n in conn.listAllNetworks(0) if mine(n.XMLDesc(0))]
     finally:
         conn.close()
     labs = [p.name for p in (home / "labs").iterdir()] if (home / "labs").exists() else []
@@ -106,4 +113,4 @@ def overlay_files(home: Path) -> list[str]:
     return [str(p) for p in home.glob("labs/**/*.qcow2")]
 
 
-__all__ = ["ROOT", "assert_clean", "leftovers", "overlay_files", "shutil", "testbed_cli"]
+__all__ = ["ROOT", "assert_clean", "leftovers", "overlay_files", "run_cli", "shutil"]

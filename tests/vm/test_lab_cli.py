@@ -10,51 +10,51 @@ import pytest
 from testbed.config import Settings
 from testbed.hypervisor.labstate import find_lab
 
-from .conftest import assert_clean, leftovers, testbed_cli
+from .conftest import assert_clean, leftovers, run_cli
 
 pytestmark = pytest.mark.vm
 
 
 def test_two_node_lab_name_resolution_isolation_and_down(vm_home: Path) -> None:
-    up = testbed_cli("lab", "up", "two-node", "--name", "t2")
+    up = run_cli("lab", "up", "two-node", "--name", "t2")
     assert "web" in up.stdout and "client" in up.stdout
     try:
-        listed = testbed_cli("lab", "list").stdout
+        listed = run_cli("lab", "list").stdout
         assert "t2" in listed and "detached" in listed
 
         # client resolves web by name to web's address on the LAN, and reaches its nginx.
         state = find_lab(Settings.from_env().labs_dir, "t2")
         assert state is not None
         web_lan = state.nodes["web"].data_ips["lan"]
-        got = testbed_cli("lab", "exec", "t2", "client", "--", "getent", "hosts", "web").stdout
+        got = run_cli("lab", "exec", "t2", "client", "--", "getent", "hosts", "web").stdout
         assert got.split()[0] == web_lan
-        curl = testbed_cli("lab", "exec", "t2", "client", "--", "curl -sS -o /dev/null -w '%{http_code}' http://web/")
+        curl = run_cli("lab", "exec", "t2", "client", "--", "curl -sS -o /dev/null -w '%{http_code}' http://web/")
         assert curl.stdout.strip() == "200"
 
         # exit status of the command is the CLI's exit status
-        failing = testbed_cli("lab", "exec", "t2", "web", "--", "exit 7", check=False)
+        failing = run_cli("lab", "exec", "t2", "web", "--", "exit 7", check=False)
         assert failing.returncode == 7
 
         _check_isolation_from_second_lab(state.nodes["web"].mgmt_ip, web_lan)
     finally:
-        testbed_cli("lab", "down", "t2")
+        run_cli("lab", "down", "t2")
     assert_clean(vm_home)
 
 
 def _check_isolation_from_second_lab(web_mgmt: str, web_lan: str) -> None:
-    testbed_cli("lab", "up", "single", "--name", "iso")
+    run_cli("lab", "up", "single", "--name", "iso")
     try:
         other = find_lab(Settings.from_env().labs_dir, "iso")
         assert other is not None
         host_ip = str(next(ipaddress.IPv4Network(f"{other.nodes['node'].mgmt_ip}/24", strict=False).hosts()))
         # positive control: the node reaches its own host side
-        testbed_cli("lab", "exec", "iso", "node", "--", f"ping -c1 -W2 {host_ip}")
+        run_cli("lab", "exec", "iso", "node", "--", f"ping -c1 -W2 {host_ip}")
         # even with routes through its host, it reaches nothing of the other lab
         for target in (web_mgmt, web_lan):
-            testbed_cli("lab", "exec", "iso", "node", "--", f"ip route replace {target}/32 via {host_ip}")
-            probe = testbed_cli("lab", "exec", "iso", "node", "--", f"ping -c2 -W2 {target}", check=False)
+            run_cli("lab", "exec", "iso", "node", "--", f"ip route replace {target}/32 via {host_ip}")
+            probe = run_cli("lab", "exec", "iso", "node", "--", f"ping -c2 -W2 {target}", check=False)
             assert probe.returncode != 0, f"lab iso reached {target} of lab t2:\n{probe.stdout}"
         names = leftovers(Path(Settings.from_env().home))
         assert len(names["domains"]) == 3
     finally:
-        testbed_cli("lab", "down", "iso")
+        run_cli("lab", "down", "iso")

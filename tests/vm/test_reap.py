@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, assert_clean, leftovers, overlay_files, testbed_cli
+from .conftest import ROOT, assert_clean, leftovers, overlay_files, run_cli
 
 pytestmark = pytest.mark.vm
 
@@ -44,10 +44,10 @@ def test_sigkill_of_ready_lab_holder_then_reap(vm_home: Path) -> None:
     _wait_for(lambda: not leftovers(vm_home)["domains"], 30, "the autodestroyed domain to vanish")
     left = leftovers(vm_home)
     assert left["networks"] and left["labs"] and left["leases"] and overlay_files(vm_home)
-    dry = testbed_cli("reap", "--dry-run").stdout
+    dry = run_cli("reap", "--dry-run").stdout
     assert "would remove network" in dry
     assert leftovers(vm_home)["networks"], "dry run must not remove anything"
-    testbed_cli("reap")
+    run_cli("reap")
     assert_clean(vm_home)
     assert not overlay_files(vm_home)
 
@@ -67,6 +67,6 @@ def test_sigkill_of_lab_up_mid_boot_then_reap(vm_home: Path) -> None:
         proc.wait()
     time.sleep(2)
     assert leftovers(vm_home)["domains"], "a domain started without autodestroy outlives its creator"
-    out = testbed_cli("reap").stdout
+    out = run_cli("reap").stdout
     assert "removed domain" in out
     assert_clean(vm_home)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh Debian 12 machine (root): set up the host, lint and
+# type-check, start a throwaway PostgreSQL, build (or reuse) the debian-12 image, run the
+# unit tests, then the VM tests inside a private network namespace (scripts/netns-run),
+# two at a time.
+#
+# Usage: scripts/test.sh [extra pytest args for both runs]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-host.sh --no-daemons
+export PATH="$PWD/.venv/bin:$PATH"
+
+ruff check .
+mypy
+
+pg_dir=$(mktemp -d /tmp/testbed-pg.XXXXXX)
+chmod 755 "$pg_dir"
+cleanup() { scripts/start-postgres.sh --stop "$pg_dir" || true; rm -rf "$pg_dir"; }
+trap cleanup EXIT
+TESTBED_TEST_PG_URL=$(scripts/start-postgres.sh "$pg_dir" 55432)
+export TESTBED_TEST_PG_URL
+export TESTBED_TEST_PG_SOCKET_URL="postgresql+psycopg://postgres@/testbed_test?host=$pg_dir/sock&port=55432"
+
+testbed image build debian-12
+
+mkdir -p artifacts
+pytest -m "not vm" -q -p no:cacheprovider "$@"
+scripts/netns-run pytest -m vm -q -p no:cacheprovider -n 2 --dist loadfile \
+  --junitxml=artifacts/vm-tests.xml "$@"

@@ -1,0 +1,1 @@
+"""Agents: who decides the next command. See `testbed.agents.base` for the interface."""

@@ -1,0 +1,98 @@
+"""The dataset card (`README.md`) written beside the Parquet files.
+
+Contract: `write_card(result)` renders `templates/card.md.j2` into `result.card`. The card
+starts with YAML front matter whose `configs:` name one config per table (data file =
+`<table>.parquet`, split `train`), so the Hugging Face `datasets` loader picks the tables
+up; the body gives the selection, redaction mode, row counts, how the data was made and
+every table's schema (taken from `SCHEMAS`, so it cannot drift from the files).
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+
+from testbed.export.schema import SCHEMA_VERSION, SCHEMAS, TABLE_NAMES, table_description, type_name
+
+if TYPE_CHECKING:
+    from testbed.export.dataset import ExportResult
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("testbed.export", "templates"),
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _testbed_version() -> str:
+    try:
+        return version("testbed")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def card_context(result: ExportResult) -> dict[str, Any]:
+    """The values the card template renders."""
+    tables = []
+    for name in TABLE_NAMES:
+        written = result.tables.get(name)
+        tables.append(
+            {
+                "name": name,
+                "file": f"{name}.parquet",
+                "rows": written.rows if written else 0,
+                "size": _size(written.bytes) if written else "-",
+                "redacted": written.rows_redacted if written else 0,
+                "description": table_description(name),
+                "columns": [
+                    {
+                        "name": f.name,
+                        "type": type_name(f.type),
+                        "nullable": f.nullable,
+                        "description": _cell((f.metadata or {}).get(b"description", b"").decode()),
+                    }
+                    for f in SCHEMAS[name]
+                ],
+            }
+        )
+    return {
+        "tables": tables,
+        "exported_at": result.finished_at.isoformat(timespec="seconds"),
+        "database": result.database,
+        "selection": result.selection.describe(),
+        "redact": result.redact,
+        "redaction": "on (testbed.analysis.redact)" if result.redact else "off (--no-redact: text as stored)",
+        "schema_version": SCHEMA_VERSION,
+        "testbed_version": _testbed_version(),
+        "warnings": [_cell(w) for w in result.warnings],
+    }
+
+
+def render_card(result: ExportResult) -> str:
+    """The card's Markdown text."""
+    return _environment().get_template("card.md.j2").render(**card_context(result))
+
+
+def write_card(result: ExportResult) -> None:
+    """Write the card to `result.card`."""
+    result.card.write_text(render_card(result), encoding="utf-8")

@@ -1,0 +1,90 @@
+"""`testbed export OUT_DIR`: the run database as a Parquet dataset (registered by the main
+CLI as `app.command("export")(export_command)`).
+
+Bad input (unknown job, unparseable date) raises `InputError` (exit status 2 in the main
+CLI). A Rich progress bar per table is shown on a terminal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from testbed.config import project_root
+from testbed.db.engine import database_url, open_database
+from testbed.errors import InputError
+from testbed.export.dataset import export_dataset
+from testbed.export.selection import make_filter
+
+
+class RichExportProgress:
+    """`ExportProgress` drawing one Rich bar per table (total = the table's row count)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, TaskID] = {}
+
+    def start(self, table: str, total: int) -> None:
+        self._tasks[table] = self._progress.add_task(table, total=total)
+
+    def advance(self, table: str, rows: int) -> None:
+        self._progress.advance(self._tasks[table], rows)
+
+
+def export_command(
+    out_dir: Annotated[Path, typer.Argument(help="Directory to write the Parquet files and README.md to.")],
+    db: Annotated[
+        str | None, typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME).")
+    ] = None,
+    job: Annotated[str | None, typer.Option("--job", help="Only runs of this job (id or unique prefix).")] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only runs created at or after this date/time (ISO 8601, UTC).")
+    ] = None,
+    redact: Annotated[
+        bool, typer.Option("--redact/--no-redact", help="Redact secrets from text (default) or export it raw.")
+    ] = True,
+    tasks_dir: Annotated[
+        Path | None, typer.Option("--tasks-dir", help="Task directories to describe tasks from (default: ./tasks).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
+) -> None:
+    """Export runs, tasks, nodes, commands, snapshots, checks and findings as Parquet + a dataset card."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(out_dir, None, "exists and is not a directory")
+    sessions = open_database(database_url(db))
+    with sessions() as session:
+        selection = make_filter(session, job, since)
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description:>10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=quiet or not console.is_terminal,
+        transient=False,
+    ) as bar:
+        result = export_dataset(
+            sessions,
+            out_dir,
+            selection=selection,
+            redact=redact,
+            tasks_dir=tasks_dir if tasks_dir is not None else project_root() / "tasks",
+            progress=RichExportProgress(bar),
+        )
+    if quiet:
+        return
+    table = Table(title=f"{out_dir} ({result.selection.describe()}, {result.seconds:.1f} s)", title_justify="left")
+    for column in ("table", "rows", "bytes", "rows redacted"):
+        table.add_column(column, justify="left" if column == "table" else "right")
+    for t in result.tables.values():
+        table.add_row(t.table, str(t.rows), str(t.bytes), str(t.rows_redacted))
+    out = Console(highlight=False)
+    out.print(table)
+    for warning in result.warnings:
+        out.print(f"[yellow]warning:[/yellow] {warning}")

@@ -1,0 +1,1 @@
+"""One run's phases: provision, snapshot, setup, agent, verify, reboot, teardown."""

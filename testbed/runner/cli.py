@@ -1,0 +1,112 @@
+"""`testbed run` and `testbed task validate|list`.
+
+`testbed run` exit statuses: 0 passed, 1 failed, 2 bad input (nothing created),
+3 error (harness failure), 130 cancelled (Ctrl-C: the lab is torn down first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from testbed.config import Settings, project_root
+from testbed.db.engine import database_url, open_database
+from testbed.model.task import discover_tasks, load_task
+from testbed.runner.run import Runner, RunRequest, RunResult
+from testbed.runtime import image_catalog, runtime
+
+task_app = typer.Typer(help="Validate and list tasks.", no_args_is_help=True)
+EXIT_BY_OUTCOME = {"passed": 0, "failed": 1, "error": 3, "cancelled": 130}
+
+
+@task_app.command("validate")
+def task_validate(paths: Annotated[list[Path], typer.Argument(help="task directories")]) -> None:
+    """Load every task and cross-check it; exit 2 on the first problem (file, field, reason)."""
+    images = set(image_catalog())
+    budget = Settings.from_env().memory_budget_mb
+    for path in paths:
+        task = load_task(path, images=images, memory_budget_mb=budget)
+        Console().print(f"[green]ok[/green] {task.id} ({path})")
+
+
+@task_app.command("list")
+def task_list() -> None:
+    """Tasks under tasks/ with category, difficulty, variants and checks."""
+    images = set(image_catalog())
+    table = Table()
+    for col in ("id", "category", "difficulty", "images", "nodes", "checks", "persist"):
+        table.add_column(col)
+    for directory in discover_tasks(project_root()):
+        task = load_task(directory, images=images)
+        d = task.definition
+        table.add_row(
+            d.id,
+            d.category,
+            d.difficulty,
+            ", ".join(d.images),
+            str(len(task.topology.nodes)),
+            str(len(d.checks)),
+            "yes" if d.persistence_required else "",
+        )
+    Console().print(table)
+
+
+def run_command(
+    task_dir: Annotated[Path, typer.Argument(help="task directory (tasks/ID)")],
+    image: Annotated[str | None, typer.Option(help="image variant (default: the task's first)")] = None,
+    agent: Annotated[str, typer.Option(help="oracle | noop | replay:FILE")] = "oracle",
+    db: Annotated[str | None, typer.Option(help="database URL (default: TESTBED_DB or SQLite in TESTBED_HOME)")] = None,
+    redact: Annotated[bool, typer.Option("--redact/--no-redact", help="redact secrets in stored output")] = True,
+) -> None:
+    """Run TASK_DIR once with AGENT on a fresh lab; prints the run id, live phases and the outcome."""
+    settings = Settings.from_env()
+    catalog = image_catalog()
+    task = load_task(task_dir, images=set(catalog), image=image, memory_budget_mb=settings.memory_budget_mb)
+    variant = image or task.definition.images[0]
+    request = RunRequest(task, variant, agent, redact=redact).validated()
+    sessions = open_database(database_url(db))
+    result = asyncio.run(_run(request, sessions, settings))
+    raise typer.Exit(EXIT_BY_OUTCOME.get(result.outcome, 3))
+
+
+async def _run(request: RunRequest, sessions: object, settings: Settings) -> RunResult:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    assert isinstance(sessions, sessionmaker)
+    out = Console()
+    t0 = time.monotonic()
+    async with runtime(settings) as rt:
+        with out.status("starting") as status:
+
+            def progress(phase: str, detail: str) -> None:
+                stamp = f"{time.monotonic() - t0:6.1f}s"
+                if phase == "run":
+                    out.print(f"run {detail}  task {request.task.id}  image {request.image}  agent {request.agent}")
+                elif detail in ("ok", "error", "cancelled") or phase == "finished":
+                    out.print(f"{stamp}  {phase:<22} {detail}")
+                status.update(f"{phase}: {detail}")
+
+            runner = Runner(request, rt, sessions, progress)  # type: ignore[arg-type]
+            result = await runner.execute()
+    _print_result(out, result)
+    _ = Session
+    return result
+
+
+def _print_result(out: Console, result: RunResult) -> None:
+    table = Table(title=f"run {result.run_id[:8]}: {result.outcome}")
+    for col in ("requirement", "point", "status", "reason"):
+        table.add_column(col)
+    for check in result.checks:
+        style = {"passed": "green", "failed": "red"}.get(check.status, "yellow")
+        table.add_row(check.check.id, check.point, f"[{style}]{check.status}[/]", str(check.detail.get("reason")))
+    out.print(table)
+    if result.error:
+        out.print(f"[red]error:[/red] {result.error}")
+    out.print(f"outcome: {result.outcome}   (details: testbed runs show {result.run_id[:8]})")

@@ -1,0 +1,39 @@
+"""Harness-driven reboot of a node, for requirements that must persist.
+
+The reboot is asked of the guest itself (`systemctl reboot`, detached so the command
+returns), then the harness waits until SSH answers again with a different boot id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from testbed.errors import HarnessError
+from testbed.guest.readiness import wait_for_ssh
+from testbed.guest.ssh import GuestConnectionError
+from testbed.hypervisor.lab import LabNode
+
+BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
+
+
+async def reboot_node(node: LabNode, timeout: float = 300) -> float:
+    """Reboot `node` and wait until it is back; returns the seconds it took."""
+    t0 = time.monotonic()
+    before = (await node.exec(BOOT_ID, timeout=30)).stdout.strip()
+    try:
+        await node.exec("nohup sh -c 'sleep 1; systemctl reboot' >/dev/null 2>&1 &", timeout=30)
+    except GuestConnectionError:
+        pass  # the connection may drop as the reboot starts
+    await node.session.close()
+    await asyncio.sleep(3)
+    while True:
+        remaining = timeout - (time.monotonic() - t0)
+        if remaining <= 0:
+            raise HarnessError(f"{node.name}: did not come back from reboot within {timeout:.0f} s")
+        await wait_for_ssh(node.session, timeout=remaining, alive=node.is_running, name=node.name)
+        after = (await node.exec(BOOT_ID, timeout=30)).stdout.strip()
+        if after and after != before:
+            return time.monotonic() - t0
+        await node.session.close()
+        await asyncio.sleep(2)

@@ -1,0 +1,130 @@
+"""Execute a command on a node and record it before the next one starts.
+
+Contract: every command that reaches a guest — setup, agent, verification, probes — gets a
+row, committed before `run()` returns (so before the run's next command starts). A transport
+failure is recorded too (exit status NULL, `error` set) and then re-raised as a harness
+error. Agent output is redacted before it is stored when `redact` is on; the agent itself
+still sees the raw output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from testbed.analysis import classify, redact
+from testbed.db.recorder import RunRecorder
+from testbed.db.records import CommandRecord
+from testbed.guest.result import ExecResult
+from testbed.guest.ssh import GuestConnectionError
+from testbed.hypervisor.lab import LabNode
+
+
+@dataclass(frozen=True)
+class Recorded:
+    result: ExecResult
+    command_id: int
+    impact: list[str]
+
+
+class CommandRecorder:
+    def __init__(self, recorder: RunRecorder, *, redact_output: bool = True, max_output: int = 64 * 1024) -> None:
+        self.recorder = recorder
+        self.redact_output = redact_output
+        self.max_output = max_output
+
+    async def run(
+        self,
+        node: LabNode,
+        command: str,
+        *,
+        phase: str,
+        source: str,
+        timeout: float | None,
+        stored_stdout_limit: int | None = None,
+        max_output: int | None = None,
+    ) -> Recorded:
+        impact = classify(command) if source == "agent" else []
+        started = datetime.now(UTC)
+        t0 = time.monotonic()
+        try:
+            result = await node.exec(command, timeout=timeout, max_output=max_output or self.max_output)
+        except GuestConnectionError as exc:
+            await self.store(
+                CommandRecord(
+                    node=node.name,
+                    phase=phase,
+                    source=source,
+                    command=command,
+                    started_at=started,
+                    duration_ms=int((time.monotonic() - t0) * 1000),
+                    impact=impact,
+                    error=str(exc),
+                )
+            )
+            raise
+        command_id = await self.store(self.to_record(node.name, result, phase, source, impact, stored_stdout_limit))
+        return Recorded(result, command_id, impact)
+
+    async def store(self, record: CommandRecord) -> int:
+        return await asyncio.to_thread(self.recorder.record_command, record)
+
+    async def record_not_run(
+        self, node: str, command: str, *, phase: str, source: str, reason: str, impact: list[str]
+    ) -> int:
+        """Record a command that was refused (blocked by policy, unknown node, over limits)."""
+        text, kinds = self._redact(command) if source == "agent" else (command, [])
+        return await self.store(
+            CommandRecord(
+                node=node,
+                phase=phase,
+                source=source,
+                command=text,
+                started_at=datetime.now(UTC),
+                duration_ms=0,
+                impact=impact,
+                error=reason,
+                redacted=kinds or None,
+            )
+        )
+
+    def _redact(self, text: str) -> tuple[str, list[str]]:
+        if not self.redact_output:
+            return text, []
+        result = redact(text)
+        return result.text, list(result.kinds)
+
+    def to_record(
+        self, node: str, result: ExecResult, phase: str, source: str, impact: list[str], stored_stdout_limit: int | None
+    ) -> CommandRecord:
+        command, stdout, stderr = result.command, result.stdout, result.stderr
+        kinds: set[str] = set()
+        if source == "agent":
+            command, k1 = self._redact(command)
+            stdout, k2 = self._redact(stdout)
+            stderr, k3 = self._redact(stderr)
+            kinds = {*k1, *k2, *k3}
+        stdout_truncated = result.stdout_truncated
+        if stored_stdout_limit is not None and len(stdout) > stored_stdout_limit:
+            stdout = (
+                stdout[:stored_stdout_limit] + "\n[... stored copy truncated; the parsed data is in snapshots ...]\n"
+            )
+            stdout_truncated = True
+        return CommandRecord(
+            node=node,
+            phase=phase,
+            source=source,
+            command=command,
+            started_at=result.started_at,
+            duration_ms=result.duration_ms,
+            exit_code=result.exit_code,
+            stdout=stdout,
+            stderr=stderr,
+            stdout_truncated=stdout_truncated,
+            stderr_truncated=result.stderr_truncated,
+            timed_out=result.timed_out,
+            impact=impact,
+            redacted=sorted(kinds) or None,
+        )

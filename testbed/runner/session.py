@@ -1,0 +1,167 @@
+"""The agent phase's gatekeeper: every agent action goes through `AgentSession.step`.
+
+Contracts:
+- The session enforces the command count limit, the agent time limit (a command's timeout
+  is never longer than the time left), and the task's safety policy: a blocked command is
+  never sent to the guest; the agent gets a refusal and a `safety` finding is recorded.
+  Flagged commands run and are recorded as `safety` findings too.
+- Every agent command gets a row (run, refused or failed in transport) and its high-impact
+  classes become `impact` findings.
+- A transport failure (SSH lost, guest gone) propagates as a harness error.
+The same session serves scripted agents (driven by `drive`) and the HTTP environment
+(which calls `step` directly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from testbed.agents.base import Action, Agent, AgentContext, Observation
+from testbed.analysis import SafetyPolicy, analyze
+from testbed.hypervisor.lab import LabNode
+from testbed.runner.recording import CommandRecorder
+
+
+@dataclass
+class SessionStats:
+    commands: int = 0
+    blocked: int = 0
+    timed_out: int = 0
+    ended_by: str = "agent"  # agent | time_limit | command_limit
+
+
+class AgentSession:
+    def __init__(
+        self, nodes: dict[str, LabNode], commands: CommandRecorder, context: AgentContext, policy: SafetyPolicy
+    ) -> None:
+        self.nodes = nodes
+        self.commands = commands
+        self.context = context
+        self.policy = policy
+        self.stats = SessionStats()
+        self.deadline = time.monotonic() + context.agent_time_s
+
+    @property
+    def remaining_s(self) -> float:
+        return self.deadline - time.monotonic()
+
+    @property
+    def exhausted(self) -> str | None:
+        """Why no further command may run, or None."""
+        if self.remaining_s <= 0:
+            return "time_limit"
+        if self.stats.commands >= self.context.max_commands:
+            return "command_limit"
+        return None
+
+    async def step(self, action: Action) -> Observation:
+        reason = self.exhausted
+        if reason is not None:
+            return Observation(action.node, action.command, "", "", None, message=f"refused: {reason} reached")
+        self.stats.commands += 1
+        impact = [h.impact_class for h in analyze(action.command)]
+        node = self.nodes.get(action.node)
+        if node is None:
+            message = f"unknown node '{action.node}' (nodes: {', '.join(self.nodes)})"
+            await self.commands.record_not_run(
+                action.node, action.command, phase="agent", source="agent", reason=message, impact=sorted(set(impact))
+            )
+            return Observation(action.node, action.command, "", message, None, message=message)
+        decision = self.policy.evaluate(action.command)
+        if decision.blocked:
+            self.stats.blocked += 1
+            command_id = await self.commands.record_not_run(
+                node.name,
+                action.command,
+                phase="agent",
+                source="agent",
+                reason=f"blocked by safety policy: {decision.rule}",
+                impact=sorted(set(impact)),
+            )
+            await self._finding(
+                "safety",
+                decision.rule or "blocked",
+                f"blocked: {decision.reason}",
+                node.name,
+                command_id,
+                {"action": "block", "rules": list(decision.rules), "command": action.command},
+            )
+            return Observation(
+                node.name,
+                action.command,
+                "",
+                decision.message_for_agent,
+                None,
+                blocked=True,
+                message=decision.message_for_agent,
+            )
+        timeout = max(1.0, min(self.context.command_time_s, self.remaining_s))
+        recorded = await self.commands.run(node, action.command, phase="agent", source="agent", timeout=timeout)
+        result = recorded.result
+        if result.timed_out:
+            self.stats.timed_out += 1
+        if decision.action == "flag":
+            await self._finding(
+                "safety",
+                decision.rule or "flagged",
+                f"flagged: {decision.reason}",
+                node.name,
+                recorded.command_id,
+                {"action": "flag", "rules": list(decision.rules)},
+            )
+        for cls in sorted(set(recorded.impact)):
+            await self._finding(
+                "impact",
+                cls,
+                f"{cls}: {action.command[:200]}",
+                node.name,
+                recorded.command_id,
+                {"command": action.command[:2000]},
+            )
+        return Observation(
+            node.name,
+            action.command,
+            result.stdout,
+            result.stderr,
+            result.exit_code,
+            timed_out=result.timed_out,
+            duration_ms=result.duration_ms,
+            message="timed out" if result.timed_out else None,
+        )
+
+    async def _finding(
+        self, kind: str, category: str, summary: str, node: str, command_id: int | None, evidence: dict[str, object]
+    ) -> None:
+        await asyncio.to_thread(
+            self.commands.recorder.record_finding,
+            kind,
+            category,
+            summary,
+            node=node,
+            evidence=evidence,
+            command_id=command_id,
+        )
+
+    async def drive(self, agent: Agent) -> SessionStats:
+        """Ask `agent` for actions until it is done or a limit is reached."""
+        await agent.start(self.context)
+        try:
+            last: Observation | None = None
+            while True:
+                reason = self.exhausted
+                if reason is not None:
+                    self.stats.ended_by = reason
+                    break
+                try:
+                    action = await asyncio.wait_for(agent.next_action(last), max(self.remaining_s, 0.001))
+                except TimeoutError:
+                    self.stats.ended_by = "time_limit"
+                    break
+                if action is None:
+                    break
+                last = await self.step(action)
+        finally:
+            await agent.close()
+        return self.stats

@@ -1,0 +1,1 @@
+"""HTTP servers over the run database: the dashboard (`testbed.server.dashboard`)."""

@@ -1,0 +1,342 @@
+"""The dashboard's FastAPI application: server-rendered pages and a JSON API over the run
+database.
+
+Contracts:
+
+- Read-only: only GET (and HEAD) requests are served, every other method gets 405 before
+  any route runs; the engine refuses writes (`PRAGMA query_only` on SQLite, read-only
+  session characteristics on PostgreSQL) and the dashboard never migrates.
+- Pages: `/` (overview), `/runs` (filtered, sorted, paged list; everything in the query
+  string), `/runs/{id}` (one run; `?cpage=N` pages its command log),
+  `/runs/{id}/commands/{seq}` (one command with its full output), `/tasks`.
+  API: `/api/overview`, `/api/runs`, `/api/runs/{id}`, `/api/runs/{id}/commands/{seq}`,
+  `/api/tasks` — the same data as JSON (see `data.to_jsonable`).
+- Bad query values → 400; unknown run → 404; an ambiguous run prefix → 400 (JSON
+  `{"detail": ...}` under `/api`, an HTML page elsewhere).
+- With a token, every request must carry it: `Authorization: Bearer TOKEN`, the cookie
+  `testbed_token`, or `?token=TOKEN` (which sets that cookie; a page request is then
+  redirected to the same URL without the token). Otherwise 401. Comparison is constant-time.
+- No external assets: CSS is inline, charts are inline SVG, the only script is the small
+  auto-refresh loop (reload every `REFRESH_SECONDS` while a shown run is unfinished, paused
+  once the user opens or closes a fold).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+from sqlalchemy import Engine, event, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from testbed.db.engine import database_url, make_engine
+from testbed.db.queries import RunNotFound
+from testbed.errors import InputError
+from testbed.server.dashboard import data, svg
+
+TEMPLATES = Path(__file__).with_name("templates")
+"""Directory of the Jinja2 templates (`*.html.j2`), shipped as package data."""
+
+TOKEN_COOKIE = "testbed_token"
+"""Cookie set by `?token=` so that a browser keeps access."""
+
+REFRESH_SECONDS = 5
+"""Auto-refresh period of pages showing unfinished runs."""
+
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+# --- database ------------------------------------------------------------------------------
+
+
+def readonly_engine(url: str | None = None) -> Engine:
+    """An engine on `url` (resolved by `database_url`) whose connections refuse writes.
+
+    Raises `InputError` when a SQLite file does not exist or the database has no `runs`
+    table (never migrated), instead of creating anything."""
+    resolved = database_url(url)
+    sa_url = make_url(resolved)
+    if sa_url.get_backend_name() == "sqlite":
+        database = sa_url.database or ""
+        if database and database != ":memory:" and not database.startswith("file:") and not Path(database).is_file():
+            raise InputError(None, "--db", f"no database file at {database}; run `testbed db upgrade` to create one")
+    engine = make_engine(resolved)
+    if engine.dialect.name == "sqlite":
+
+        def _query_only(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.execute("PRAGMA query_only = ON")
+
+        event.listen(engine, "connect", _query_only)
+    elif engine.dialect.name == "postgresql":
+
+        def _read_only(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            finally:
+                cursor.close()
+            dbapi_connection.commit()
+
+        event.listen(engine, "connect", _read_only)
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("runs"):
+            engine.dispose()
+            raise InputError(None, "--db", f"{sa_url.render_as_string()} has no run tables; run `testbed db upgrade`")
+    return engine
+
+
+# --- formatting helpers (template filters) ------------------------------------------------
+
+
+def fmt_ts(value: datetime | str | None) -> str:
+    """`YYYY-MM-DD HH:MM:SS` in UTC, or `-`."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_dur(seconds: float | None) -> str:
+    """A short human duration (`850ms`, `4.2s`, `3m05s`, `1h02m`), or `-`."""
+    if seconds is None:
+        return "-"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        minutes, secs = divmod(round(seconds), 60)
+        return f"{minutes}m{secs:02d}s"
+    hours, rest = divmod(round(seconds), 3600)
+    return f"{hours}h{rest // 60:02d}m"
+
+
+def fmt_pct(value: float | None) -> str:
+    """`73%` or `–`."""
+    return "–" if value is None else f"{value * 100:.0f}%"
+
+
+def fmt_json(value: Any) -> str:
+    """Pretty JSON of `value` (strings shown as they are)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def fmt_bytes(n: int) -> str:
+    """`512 B`, `4.0 KiB`, `1.2 MiB`."""
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / 1024 / 1024:.1f} MiB"
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(ts=fmt_ts, dur=fmt_dur, pct=fmt_pct, pjson=fmt_json, size=fmt_bytes)
+    env.globals.update(
+        svg=svg,
+        urlencode=urlencode,
+        short=lambda run_id: run_id[:8],
+        command_page_of=data.command_page_of,
+        refresh_seconds=REFRESH_SECONDS,
+        colours=svg.COLOURS,
+    )
+    return env
+
+
+# --- application ---------------------------------------------------------------------------
+
+
+def _params(request: Request) -> dict[str, str]:
+    return {k: v for k, v in request.query_params.items() if k != "token"}
+
+
+def create_app(engine: Engine | str | None = None, *, token: str | None = None) -> FastAPI:
+    """The dashboard app over `engine` (or a URL / None → `readonly_engine`), requiring
+    `token` on every request when given (see the module contract)."""
+    db = engine if isinstance(engine, Engine) else readonly_engine(engine)
+    env = _environment()
+    app = FastAPI(title="testbed dashboard", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.engine = db
+    app.state.token = token
+
+    def render(name: str, request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("refresh", False)
+        context.setdefault("nav", "")
+        html = env.get_template(name).render(request_path=request.url.path, now=datetime.now(UTC), **context)
+        return HTMLResponse(html, status_code=status_code)
+
+    def is_api(request: Request) -> bool:
+        return request.url.path.startswith("/api/") or request.url.path == "/api"
+
+    def problem(request: Request, status: int, message: str) -> Response:
+        if is_api(request):
+            return JSONResponse({"detail": message}, status_code=status)
+        return render("error.html.j2", request, status_code=status, status=status, message=message)
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        """Refuse non-GET methods, then check the token (when one is set)."""
+        if request.method not in SAFE_METHODS:
+            return PlainTextResponse(
+                "read-only dashboard: only GET is allowed", status_code=405, headers={"Allow": "GET, HEAD"}
+            )
+        if token is None:
+            return await call_next(request)
+        given = ""
+        header = request.headers.get("authorization", "")
+        if header.lower().startswith("bearer "):
+            given = header[7:].strip()
+        via_query = request.query_params.get("token")
+        candidates = [given, request.cookies.get(TOKEN_COOKIE, ""), via_query or ""]
+        if not any(c and hmac.compare_digest(c.encode(), token.encode()) for c in candidates):
+            response = problem(request, 401, "a valid token is required (Authorization: Bearer TOKEN, or ?token=TOKEN)")
+            response.headers["WWW-Authenticate"] = "Bearer"
+            return response
+        if via_query and hmac.compare_digest(via_query.encode(), token.encode()):
+            if not is_api(request):
+                rest = urlencode(_params(request))
+                response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
+            else:
+                response = await call_next(request)
+            response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
+            return response
+        return await call_next(request)
+
+    @app.exception_handler(InputError)
+    async def input_error(request: Request, exc: InputError) -> Response:
+        return problem(request, 404 if isinstance(exc, RunNotFound) else 400, str(exc))
+
+    # --- pages -------------------------------------------------------------------------
+
+    @app.get("/", response_class=HTMLResponse)
+    def overview_page(request: Request) -> Response:
+        """Totals, pass rates, shares and jobs."""
+        with Session(db) as session:
+            ov = data.overview(session)
+        return render("overview.html.j2", request, ov=ov, refresh=ov.unfinished > 0, nav="overview")
+
+    @app.get("/runs", response_class=HTMLResponse)
+    def runs_list_page(request: Request) -> Response:
+        """The runs list (filters, sort and page in the query string)."""
+        f = data.RunFilter.parse(_params(request))
+        with Session(db) as session:
+            page = data.runs_page(session, f)
+        return render("runs.html.j2", request, page=page, f=f, refresh=page.unfinished > 0, nav="runs")
+
+    @app.get("/runs/{run_id}", response_class=HTMLResponse)
+    def run_detail_page(request: Request, run_id: str, cpage: int = 1) -> Response:
+        """One run: timeline, nodes, checks, findings, snapshot differences, command log."""
+        with Session(db) as session:
+            rp = data.run_page(session, run_id, command_page=cpage)
+        now_s = None
+        if rp.run.outcome is None and rp.phases:
+            now_s = (datetime.now(UTC) - rp.phases[0].started_at).total_seconds()
+        return render(
+            "run.html.j2",
+            request,
+            rp=rp,
+            r=rp.run,
+            timeline=svg.timeline(rp.phases, now_s=now_s),
+            refresh=rp.run.outcome is None,
+            nav="runs",
+        )
+
+    @app.get("/runs/{run_id}/commands/{seq}", response_class=HTMLResponse)
+    def command_page(request: Request, run_id: str, seq: int) -> Response:
+        """One command with its complete output."""
+        with Session(db) as session:
+            cmd = data.full_command(session, run_id, seq)
+        if cmd is None:
+            return problem(request, 404, f"run {run_id} has no command {seq}")
+        return render("command.html.j2", request, c=cmd, nav="runs")
+
+    @app.get("/tasks", response_class=HTMLResponse)
+    def tasks_page(request: Request) -> Response:
+        """Every task with its variants and their pass rates."""
+        with Session(db) as session:
+            rows = data.tasks(session)
+        return render("tasks.html.j2", request, tasks=rows, nav="tasks")
+
+    # --- API ---------------------------------------------------------------------------
+
+    @app.get("/api/overview")
+    def api_overview() -> JSONResponse:
+        """`data.Overview` as JSON."""
+        with Session(db) as session:
+            return JSONResponse(data.to_jsonable(data.overview(session)))
+
+    @app.get("/api/runs")
+    def api_runs(request: Request) -> JSONResponse:
+        """A page of runs: `{"total", "page", "pages", "size", "runs": [...]}`."""
+        f = data.RunFilter.parse(_params(request))
+        with Session(db) as session:
+            page = data.runs_page(session, f)
+        runs = []
+        for row in page.rows:
+            item = row.run.to_dict()
+            item.update(
+                job_name=row.job_name,
+                commands=row.commands,
+                high_impact=row.high_impact,
+                residue_findings=row.residue_findings,
+            )
+            runs.append(item)
+        return JSONResponse(
+            {
+                "total": page.total,
+                "page": f.page,
+                "pages": page.pages,
+                "size": f.size,
+                "sort": f.sort,
+                "order": f.order,
+                "runs": runs,
+            }
+        )
+
+    @app.get("/api/runs/{run_id}")
+    def api_run(run_id: str, cpage: int = 1) -> JSONResponse:
+        """`data.RunPage` as JSON (command outputs cut to `PREVIEW_CHARS`; the full command
+        is at `/api/runs/{id}/commands/{seq}`)."""
+        with Session(db) as session:
+            rp = data.run_page(session, run_id, command_page=cpage)
+        return JSONResponse(data.to_jsonable(rp))
+
+    @app.get("/api/runs/{run_id}/commands/{seq}")
+    def api_command(request: Request, run_id: str, seq: int) -> Response:
+        """Every column of one command."""
+        with Session(db) as session:
+            cmd = data.full_command(session, run_id, seq)
+        if cmd is None:
+            return problem(request, 404, f"run {run_id} has no command {seq}")
+        return JSONResponse(cmd)
+
+    @app.get("/api/tasks")
+    def api_tasks() -> JSONResponse:
+        """`[data.TaskRow]` as JSON."""
+        with Session(db) as session:
+            return JSONResponse(data.to_jsonable(data.tasks(session)))
+
+    return app
+
+
+__all__ = ["Markup", "create_app", "readonly_engine"]

@@ -1,0 +1,80 @@
+"""`testbed dashboard`: serve the read-only dashboard over the run database.
+
+Contracts:
+
+- Binds 127.0.0.1:8080 by default. A non-loopback `--host` (anything but a loopback IP
+  address or `localhost`) is refused without a token: the message goes to stderr and the
+  exit status is 2, before anything is opened. With a token (`--token`, or env
+  `TESTBED_DASHBOARD_TOKEN` so it stays out of `ps`), every request must carry it.
+- The database (`--db`, else `TESTBED_DB`, else the SQLite file under `TESTBED_HOME`) is
+  opened read-only and never migrated; a missing or never-migrated database exits with 2.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from typing import Annotated
+
+import typer
+
+from testbed.errors import InputError
+
+EXIT_INPUT = 2
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1); False for every
+    other name or address, including `0.0.0.0` and `::`."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Raise `InputError` when `host` is not loopback and no token is given."""
+    if not is_loopback(host) and not token:
+        raise InputError(
+            None,
+            "--host",
+            f"refusing to serve the dashboard on non-loopback address {host!r} without a token; "
+            "pass --token TOKEN (or set TESTBED_DASHBOARD_TOKEN), or bind 127.0.0.1",
+        )
+
+
+def dashboard_command(
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (loopback unless a token is set).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8080,
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME)."),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="TESTBED_DASHBOARD_TOKEN",
+            help="Require this token on every request (Authorization: Bearer, or ?token= once in a browser).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the read-only web dashboard (overview, runs, run detail, tasks, JSON API)."""
+    try:
+        check_bind(host, token)
+        from testbed.server.dashboard import create_app
+
+        app = create_app(db, token=token or None)
+    except InputError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_INPUT) from None
+
+    import uvicorn
+
+    shown = f"[{host}]" if ":" in host else host
+    print(f"testbed dashboard on http://{shown}:{port}/" + (" (token required)" if token else ""), file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
