@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # The part of the demo that needs libvirt; run by scripts/demo.sh inside scripts/netns-run.
-set -euo pipefail
-testbed doctor || true
-testbed lab up two-node --name demo
-trap 'testbed lab down demo' EXIT
-testbed lab exec demo client -- curl -sS -o /dev/null -w 'client -> web: HTTP %{http_code}\n' http://web/
-testbed lab exec demo web -- systemctl is-active nginx
+# Runs one starter task with the oracle agent (passes) and with the do-nothing agent
+# (fails), then shows what was recorded.
+set -uo pipefail
+testbed doctor
+testbed task list
+testbed run tasks/web-port-conflict --agent oracle
+echo "oracle run exit status: $? (0 = passed)"
+testbed run tasks/web-port-conflict --agent noop
+echo "noop run exit status: $? (1 = failed, as a do-nothing agent must)"
+testbed runs list --limit 5
+run_id=$(testbed runs list --limit 1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+testbed runs show "$run_id"
+testbed reap

@@ -14,11 +14,15 @@ from rich.console import Console
 from rich.table import Table
 
 from testbed.analysis.cli import app as analyze_app
+from testbed.analysis.findings_cli import findings_command
 from testbed.db.cli import db_app, runs_app
 from testbed.errors import HarnessError, InputError
+from testbed.export.cli import export_command
 from testbed.hypervisor.cli import lab_app, reap_command
 from testbed.images.cli import app as image_app
+from testbed.report.cli import report_command
 from testbed.runner.cli import run_command, task_app
+from testbed.server.dashboard_cli import dashboard_command
 
 app = typer.Typer(
     name="testbed",
@@ -30,10 +34,14 @@ app.add_typer(image_app, name="image")
 app.add_typer(lab_app, name="lab")
 app.command("reap")(reap_command)
 app.add_typer(db_app, name="db")
+runs_app.command("findings")(findings_command)
 app.add_typer(runs_app, name="runs")
 app.add_typer(analyze_app, name="analyze")
 app.add_typer(task_app, name="task")
 app.command("run")(run_command)
+app.command("dashboard")(dashboard_command)
+app.command("export")(export_command)
+app.command("report")(report_command)
 
 EXIT_INPUT = 2
 EXIT_HARNESS = 3

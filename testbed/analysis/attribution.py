@@ -49,7 +49,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
@@ -129,8 +129,37 @@ class Effects:
     hostname: bool = False
     crontab: bool = False
     started: list[tuple[str, ...]] = field(default_factory=list)  # argv of programs started
-    client: bool = False  # a client / read-only tool (curl, ss, …): ports on it mean nothing
     words: set[str] = field(default_factory=set)  # every word, target and here-doc token
+    config_words: set[str] = field(default_factory=set)  # words of non-client commands or of commands that write
+    _index: tuple[frozenset[str], frozenset[str]] | None = field(default=None, repr=False, compare=False)
+    _writes: tuple[dict[str, Write], dict[str, Write], list[Write]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def write_index(self) -> tuple[dict[str, Write], dict[str, Write], list[Write]]:
+        """(plain absolute writes by path, tree writes by directory, the other writes),
+        built once like `word_index`."""
+        if self._writes is None:
+            exact: dict[str, Write] = {}
+            trees: dict[str, Write] = {}
+            rest: list[Write] = []
+            for w in self.writes:
+                if w.mode == "abs" and not any(c in w.value for c in "*?["):
+                    exact.setdefault(w.value, w)
+                elif w.mode == "tree":
+                    trees.setdefault(w.value.rstrip("/") or "/", w)
+                else:
+                    rest.append(w)
+            self._writes = (exact, trees, rest)
+        return self._writes
+
+    def word_index(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(words without trailing ``/``, their base names), built once (effects are cached
+        and never change after `command_effects` returns)."""
+        if self._index is None:
+            stripped = frozenset(w.rstrip("/") for w in self.words if w.rstrip("/"))
+            self._index = (stripped, frozenset(posixpath.basename(w) for w in stripped))
+        return self._index
 
     def merge(self, other: Effects) -> None:
         """Add `other`'s effects to these."""
@@ -153,6 +182,7 @@ class Effects:
         self.crontab |= other.crontab
         self.started += other.started
         self.words |= other.words
+        self.config_words |= other.config_words
 
 
 @dataclass
@@ -427,10 +457,8 @@ def _simple_effects(sc: SimpleCommand, cwd: str | None) -> Effects:
     handler = _HANDLERS.get(name)
     if handler is not None:
         handler(name, args, eff, cwd)
-    elif name.startswith("mkfs") or name in ("mkswap",):
-        pass
-    if name in _CLIENTS:
-        eff.client = True
+    if name not in _CLIENTS or eff.writes:
+        eff.config_words = set(eff.words)
     if name not in _SHELLISH and name not in _CLIENTS and name not in ("cd", "pushd", "true", "false", ":", "export"):
         eff.started.append(argv)
     return eff
@@ -985,7 +1013,8 @@ def _h_hostname(name: str, args: Sequence[str], eff: Effects, cwd: str | None) -
         eff.hostname = True
 
 
-_Handler = Any
+_Handler = Callable[[str, Sequence[str], Effects, str | None], None]
+"""(command name, arguments, effects to fill, working directory if known)."""
 _HANDLERS: dict[str, _Handler] = {
     "tee": _h_tee,
     "cp": _h_copy,
@@ -1173,19 +1202,32 @@ def _write_matches(path: str, w: Write) -> Confidence | None:
     return None
 
 
-def _mentions_path(path: str, words: set[str]) -> bool:
-    """A word names the path, its base name (≥ 3 characters) or its parent directory."""
-    base = posixpath.basename(path)
-    parent = posixpath.dirname(path)
-    for word in words:
-        w = word.rstrip("/")
-        if not w:
-            continue
-        if w == path or (len(base) >= 3 and (w == base or w.endswith("/" + base))):
-            return True
-        if parent not in ("/", "") and parent.count("/") >= 2 and w == parent:
-            return True
-    return False
+@dataclass(frozen=True)
+class _PathInfo:
+    """A target path with its base name, parent and ancestors, computed once per target."""
+
+    path: str
+    base: str
+    parent: str
+    ancestors: tuple[str, ...]
+
+    @classmethod
+    def of(cls, path: str) -> _PathInfo:
+        ancestors = []
+        up = path
+        while up not in ("/", ""):
+            ancestors.append(up)
+            up = posixpath.dirname(up)
+        return cls(path, posixpath.basename(path), posixpath.dirname(path), tuple(ancestors))
+
+
+def _mentions_path(info: _PathInfo, eff: Effects) -> bool:
+    """A word names the path, its base name (≥ 3 characters) or its parent directory
+    (at least two levels deep: `/etc` or `/tmp` alone say nothing)."""
+    stripped, names = eff.word_index()
+    if info.path in stripped or (len(info.base) >= 3 and info.base in names):
+        return True
+    return info.parent.count("/") >= 2 and info.parent in stripped
 
 
 def _token_overlap(tokens: Iterable[str], words: set[str]) -> bool:
@@ -1217,8 +1259,11 @@ def _unit_stem(unit: str) -> str:
     return unit.rsplit(".", 1)[0].split("@", 1)[0]
 
 
-def _match(target: Target, eff: Effects) -> tuple[Confidence, str] | None:
-    """Best confidence with which one command's effects explain the target."""
+def _match(
+    target: Target, eff: Effects, infos: Sequence[_PathInfo], weak: bool = True
+) -> tuple[Confidence, str] | None:
+    """Best confidence with which one command's effects explain the target (`infos`: the
+    target's paths); ``weak=False`` skips the ``low`` (mention) checks."""
     best: tuple[Confidence, str] | None = None
 
     def offer(conf: Confidence, method: str) -> None:
@@ -1226,12 +1271,21 @@ def _match(target: Target, eff: Effects) -> tuple[Confidence, str] | None:
         if best is None or RANK[conf] > RANK[best[0]]:
             best = (conf, method)
 
-    paths = ((target.value,) if target.kind == "path" else ()) + target.paths
-    for p in paths:
-        for w in eff.writes:
-            conf = _write_matches(p, w)
-            if conf:
-                offer(conf, f"{w.verb} writes {p if w.mode != 'tree' else w.value + '/'}")
+    if eff.writes:
+        exact, trees, rest = eff.write_index()
+        for info in infos:
+            hit = exact.get(info.path)
+            if hit is not None:
+                offer("high", f"{hit.verb} writes {info.path}")
+                continue
+            tree = next((trees[a] for a in info.ancestors if a in trees), None) if trees else None
+            if tree is not None:
+                offer("high", f"{tree.verb} writes {tree.value}/")
+                continue
+            for w in rest:
+                conf = _write_matches(info.path, w)
+                if conf:
+                    offer(conf, f"{w.verb} writes {info.path}")
     kind, value = target.kind, target.value
     if kind in ("unit",):
         if value in eff.units:
@@ -1291,9 +1345,9 @@ def _match(target: Target, eff: Effects) -> tuple[Confidence, str] | None:
             offer("medium", "crontab")
     elif kind in ("port", "process"):
         _match_program(target, eff, offer)
-    if best is None:
+    if best is None and weak:
         words = eff.words
-        if paths and any(_mentions_path(p, words) for p in paths[:20]):
+        if infos and any(_mentions_path(i, eff) for i in infos[:20]):
             offer("low", "mentions the path, its name or its directory")
         elif kind in ("unit",) and (value in words or _unit_stem(value) in words):
             offer("low", f"mentions {_unit_stem(value)}")
@@ -1327,7 +1381,7 @@ def _match_program(target: Target, eff: Effects, offer: Any) -> None:
             offer("high" if same_args else "medium", f"starts {_program(prog)}")
         elif port is not None and names_match:
             offer("medium", f"starts {_program(prog)}")
-    if port is not None and not eff.client and _token_overlap((port,), eff.words):
+    if port is not None and _token_overlap((port,), eff.config_words):
         offer("medium", f"names port {port}")
     for unit, verbs in eff.units.items():
         if verbs & {
@@ -1358,21 +1412,25 @@ def attribute(
     """Pick the command that most likely caused `target` on `node` (see the module doc).
 
     `commands` are the candidates (already filtered by source and window by the caller)."""
-    found: list[tuple[int, int, int, CommandView, str, Confidence]] = []
+    infos = [_PathInfo.of(p) for p in ((target.value,) if target.kind == "path" else ()) + target.paths]
+    candidates: list[tuple[CommandView, Effects, str]] = []
     for cmd in commands:
         effects = command_effects(cmd.command)
-        options: list[tuple[Effects, str]] = []
         if cmd.node is None or node is None or cmd.node == node:
-            options.append((effects.local, ""))
-        if effects.remote.words and cmd.node != node:
-            options.append((effects.remote, f" (via ssh from {cmd.node})"))
-        elif effects.remote.words:
-            options.append((effects.remote, " (via ssh)"))
-        for eff, suffix in options:
-            m = _match(target, eff)
+            candidates.append((cmd, effects.local, ""))
+        if effects.remote.words:
+            candidates.append(
+                (cmd, effects.remote, f" (via ssh from {cmd.node})" if cmd.node != node else " (via ssh)")
+            )
+    found: list[tuple[int, int, int, CommandView, str, Confidence]] = []
+    for weak in (False, True):  # mentions are only looked for when nothing touches the item
+        for cmd, eff, suffix in candidates:
+            m = _match(target, eff, infos, weak)
             if m:
                 ok = 1 if cmd.exit_code in (0, None) else 0
                 found.append((RANK[m[0]], ok, cmd.seq, cmd, m[1] + suffix, m[0]))
+        if found:
+            break
     if not found:
         return UNATTRIBUTED
     top = max(f[0] for f in found)

@@ -124,6 +124,8 @@ class Job(Base):
     name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     config: Mapped[Any | None] = mapped_column(JSONType, nullable=True)
+    # Scheduler (migration 0003): set by `testbed jobs cancel`; coordinators stop its runs.
+    cancelled_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
     runs: Mapped[list[Run]] = relationship(back_populates="job", passive_deletes=True)
 
@@ -139,6 +141,7 @@ class Run(Base):
         Index(None, "job_id"),
         Index(None, "task_id"),
         Index(None, "created_at"),
+        Index(None, "job_id", "state"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
@@ -159,6 +162,15 @@ class Run(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     config: Mapped[Any | None] = mapped_column(JSONType, nullable=True)
+    # Scheduler (migration 0003; see testbed.scheduler.store). A coordinator claims a pending
+    # run by setting `lease_owner` and keeps `lease_expires_at` in the future by heartbeat;
+    # `retry` counts harness-error retries of the run's matrix cell (0 for the first try) and
+    # `retry_of` names the finished run this one replaces; `not_before` delays a retry (backoff).
+    lease_owner: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    not_before: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    retry: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    retry_of: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
     job: Mapped[Job | None] = relationship(back_populates="runs")
     phases: Mapped[list[Phase]] = relationship(

@@ -7,6 +7,8 @@ CLI). A Rich progress bar per table is shown on a terminal.
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -79,12 +81,14 @@ def export_command(
         )
     if quiet:
         return
-    table = Table(title=f"{out_dir} ({result.selection.describe()}, {result.seconds:.1f} s)", title_justify="left")
+    table = Table()
     for column in ("table", "rows", "bytes", "rows redacted"):
         table.add_column(column, justify="left" if column == "table" else "right")
     for t in result.tables.values():
         table.add_row(t.table, str(t.rows), str(t.bytes), str(t.rows_redacted))
-    out = Console(highlight=False)
+    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ  # a pipe or file gets whole lines
+    out = Console(highlight=False, width=160 if wide else None)
+    out.print(f"exported {result.selection.describe()} to {out_dir} in {result.seconds:.1f} s", soft_wrap=True)
     out.print(table)
     for warning in result.warnings:
         out.print(f"[yellow]warning:[/yellow] {warning}")

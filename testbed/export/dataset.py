@@ -35,6 +35,7 @@ Contracts:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tomllib
@@ -42,14 +43,16 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from sqlalchemy import Connection, Engine, Select, String, Text, case, cast, func, select, type_coerce
+from sqlalchemy import Connection, Engine, Integer, String, Text, case, cast, func, select, type_coerce
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.sql import Executable
 from sqlalchemy.sql.elements import ColumnElement
 
 from testbed.db.models import Check, Command, Finding, Job, Node, Run, Snapshot
@@ -121,6 +124,22 @@ def _json_text(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+@functools.lru_cache(maxsize=4096)
+def _string_list(raw: str | None) -> list[str]:
+    """A JSON list of strings (NULL / JSON null → []). Memoised: these lists repeat a lot;
+    callers must not mutate the result."""
+    if raw is None or raw == "[]":
+        return []
+    value = json.loads(raw)
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+@functools.lru_cache(maxsize=1024)
+def _sorted_string_list(raw: str | None) -> list[str]:
+    """`_string_list`, sorted."""
+    return sorted(_string_list(raw))
+
+
 def _parse_json(raw: str | None) -> Any:
     if raw is None:
         return None
@@ -141,12 +160,22 @@ class _Columns:
     def ts(self, column: Any) -> ColumnElement[Any]:
         if self.raw_timestamps:
             return type_coerce(column, String()).label(column.key)
-        return column  # type: ignore[no-any-return]
+        return column
 
     def ts_array(self, values: Sequence[Any]) -> pa.Array:
         if self.raw_timestamps:
             return pa.array(values, pa.string()).cast(pa.timestamp("us")).cast(TIMESTAMP)
         return pa.array(values, TIMESTAMP)
+
+    def flag(self, column: Any) -> ColumnElement[Any]:
+        if self.raw_timestamps:  # SQLite stores booleans as 0/1: skip the per-value processor
+            return type_coerce(column, Integer()).label(column.key)
+        return column
+
+    def flag_array(self, values: Sequence[Any]) -> pa.Array:
+        if self.raw_timestamps:
+            return pa.array(values, pa.int8()).cast(pa.bool_())
+        return pa.array(values, pa.bool_())
 
     @staticmethod
     def json(column: Any) -> ColumnElement[Any]:
@@ -167,10 +196,11 @@ class _Source:
     """How one table is read and converted."""
 
     table: str
-    stmt: Select[Any]
-    count: Select[Any]
+    stmt: Executable
+    count: Executable
     convert: Callable[[list[Any]], tuple[pa.RecordBatch, int]]
-    text_size: Callable[[Any], int] | None = None
+    text_columns: tuple[int, ...] = ()
+    """Indexes of the large text columns, summed to bound a batch's size."""
     batch_rows: int = BATCH_ROWS
 
 
@@ -194,7 +224,7 @@ class _Exporter:
             return []
         return [run_id_column.in_(self.selection.run_ids())]
 
-    def _count(self, model: Any) -> Select[Any]:
+    def _count(self, model: Any) -> Executable:
         return select(func.count()).select_from(model).where(*self._child_where(model.run_id))
 
     # --- runs
@@ -286,9 +316,9 @@ class _Exporter:
                 Command.exit_code,
                 Command.stdout,
                 Command.stderr,
-                Command.stdout_truncated,
-                Command.stderr_truncated,
-                Command.timed_out,
+                c.flag(Command.stdout_truncated),
+                c.flag(Command.stderr_truncated),
+                c.flag(Command.timed_out),
                 c.ts(Command.started_at),
                 Command.duration_ms,
                 c.json(Command.impact),
@@ -308,10 +338,10 @@ class _Exporter:
         def convert(rows: list[Any]) -> tuple[pa.RecordBatch, int]:
             cols: dict[str, Any] = dict(zip(names, map(list, zip(*rows, strict=True)), strict=True))
             cols["started_at"] = c.ts_array(cols["started_at"])
-            cols["impact"] = [[] if raw in (None, "[]", "null") else json.loads(raw) for raw in cols["impact"]]
-            stored_kinds = [
-                [] if raw in (None, "null", "[]") else sorted(json.loads(raw)) for raw in cols.pop("stored_redacted")
-            ]
+            for key in ("stdout_truncated", "stderr_truncated", "timed_out"):
+                cols[key] = c.flag_array(cols[key])
+            cols["impact"] = list(map(_string_list, cols["impact"]))
+            stored_kinds = list(map(_sorted_string_list, cols.pop("stored_redacted")))
             if not redactor.enabled:
                 cols["redacted"] = stored_kinds
                 return _record_batch("commands", cols), 0
@@ -332,10 +362,7 @@ class _Exporter:
             cols["redacted"] = redacted
             return _record_batch("commands", cols), hits
 
-        def size(row: Any) -> int:
-            return len(row[6]) + len(row[8] or "") + len(row[9] or "")
-
-        return _Source("commands", stmt, self._count(Command), convert, size)
+        return _Source("commands", stmt, self._count(Command), convert, (6, 8, 9))
 
     # --- snapshots
 
@@ -365,10 +392,7 @@ class _Exporter:
             cols["redacted"] = redacted
             return _record_batch("snapshots", cols), hits
 
-        def size(row: Any) -> int:
-            return len(row[5] or "")
-
-        return _Source("snapshots", stmt, self._count(Snapshot), convert, size, SNAPSHOT_BATCH_ROWS)
+        return _Source("snapshots", stmt, self._count(Snapshot), convert, (5,), SNAPSHOT_BATCH_ROWS)
 
     # --- checks
 
@@ -449,14 +473,16 @@ class _Exporter:
         for task_id, variant in self.conn.execute(
             select(Run.task_id, Run.variant).where(*where, Run.variant.is_not(None)).distinct()
         ):
-            variants.setdefault(task_id, set()).add(variant)
+            if variant is not None:
+                variants.setdefault(task_id, set()).add(variant)
         categories: dict[str, Counter[str]] = {}
         for task_id, category, n in self.conn.execute(
             select(Run.task_id, Run.task_category, func.count())
             .where(*where, Run.task_category.is_not(None))
             .group_by(Run.task_id, Run.task_category)
         ):
-            categories.setdefault(task_id, Counter())[category] = n
+            if category is not None:
+                categories.setdefault(task_id, Counter())[category] = n
         out = []
         for row in agg:
             seen = categories.get(row.task_id)
@@ -526,13 +552,18 @@ def _batches(conn: Connection, source: _Source, fetch_rows: int, batch_bytes: in
     pending: list[Any] = []
     size = 0
     for part in result.partitions(fetch_rows):
-        for row in part:
-            pending.append(row)
-            if source.text_size is not None:
-                size += source.text_size(row)
-            if len(pending) >= source.batch_rows or size >= batch_bytes:
-                yield pending
-                pending, size = [], 0
+        room = source.batch_rows - len(pending)
+        if len(part) > room:  # never exceed batch_rows: split the partition
+            pending.extend(part[:room])
+            yield pending
+            pending, size = [], 0
+            part = part[room:]
+        pending.extend(part)
+        for index in source.text_columns:
+            size += sum(map(len, filter(None, map(itemgetter(index), part))))
+        if len(pending) >= source.batch_rows or size >= batch_bytes:
+            yield pending
+            pending, size = [], 0
     if pending:
         yield pending
 

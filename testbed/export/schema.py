@@ -28,7 +28,8 @@ TABLE_NAMES: tuple[str, ...] = ("runs", "tasks", "nodes", "commands", "snapshots
 """Every exported table, in export order."""
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
-STRINGS = pa.list_(pa.field("item", pa.string(), nullable=False))
+STRINGS = pa.list_(pa.field("element", pa.string(), nullable=False))
+"""list<string> with non-null items, named `element` as Parquet names list items (so schemas round-trip)."""
 
 _TABLE_DESCRIPTIONS: dict[str, str] = {
     "runs": "One row per run: one attempt of one task variant with one agent.",

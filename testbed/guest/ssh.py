@@ -19,12 +19,13 @@ import contextlib
 import shlex
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import asyncssh
 
 from testbed.errors import HarnessError
 from testbed.guest.capture import BoundedCapture
-from testbed.guest.dialects import TIMEOUT_STATUSES, Dialect, dialect_for
+from testbed.guest.dialects import PID_MARK, TIMEOUT_STATUSES, Dialect, dialect_for, kill_group_command
 from testbed.guest.result import ExecResult
 
 DEFAULT_MAX_OUTPUT = 64 * 1024
@@ -120,26 +121,31 @@ class GuestSession:
                 if stdin is not None:
                     process.stdin.write(stdin)
                 process.stdin.write_eof()
-                readers = asyncio.gather(_pump(process.stdout, out), _pump(process.stderr, err))
-                host_deadline = None if timeout is None else timeout + 15
+                marker = _PidMarker(err) if self.dialect.session_marker else None
+                readers = asyncio.gather(_pump(process.stdout, out), _pump(process.stderr, marker or err))
+                host_deadline = None if timeout is None else (timeout if marker else timeout + 15)
                 try:
                     await asyncio.wait_for(asyncio.shield(readers), host_deadline)
                     completed = await process.wait()
                     exit_code = completed.exit_status
-                    # sshd counts a session until its close completes: wait for it before
-                    # the channel slot is given to the next command.
-                    process.close()
-                    await process.wait_closed()
                 except TimeoutError:
                     timed_out = True
-                    process.close()
-                    readers.cancel()
                     exit_code = None
+                    await self._end_command(process, readers, marker.pid if marker else None)
+                # sshd counts a session until its close completes: wait for it before the
+                # channel slot is given to the next command.
+                process.close()
+                await process.wait_closed()
             except (OSError, asyncssh.Error) as exc:
                 await self.close()
                 raise GuestConnectionError(f"ssh {self.host}: connection lost running a command: {exc}") from exc
             duration = time.monotonic() - t0
-            if timeout is not None and exit_code in TIMEOUT_STATUSES and duration >= timeout - 0.5:
+            if (
+                not self.dialect.session_marker
+                and timeout is not None
+                and exit_code in TIMEOUT_STATUSES
+                and duration >= timeout - 0.5
+            ):
                 timed_out = True
             return ExecResult(
                 command=command,
@@ -152,6 +158,22 @@ class GuestSession:
                 stdout_truncated=out.truncated,
                 stderr_truncated=err.truncated,
             )
+
+    async def _end_command(
+        self, process: asyncssh.SSHClientProcess[bytes], readers: asyncio.Future[Any], pid: int | None
+    ) -> None:
+        """At the deadline: kill the command's process group (over a second channel), give
+        its output a moment to drain, then drop the channel."""
+        assert self._conn is not None
+        if pid is not None:
+            with contextlib.suppress(OSError, asyncssh.Error, TimeoutError):
+                await asyncio.wait_for(self._conn.run(kill_group_command(pid)), 15)
+        try:
+            await asyncio.wait_for(asyncio.shield(readers), 5)
+        except TimeoutError:
+            readers.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await readers
 
     async def _open_process(self, command: str) -> asyncssh.SSHClientProcess[bytes]:
         """Open a channel; a refusal (sshd's session limit racing a closing channel) is
@@ -185,7 +207,33 @@ class GuestSession:
         return base64.b64decode(result.stdout)
 
 
-async def _pump(stream: asyncssh.SSHReader[bytes], sink: BoundedCapture) -> None:
+class _PidMarker:
+    """Feeds stderr through to `sink`, taking the session shell's pid off its first line."""
+
+    def __init__(self, sink: BoundedCapture) -> None:
+        self.sink = sink
+        self.pid: int | None = None
+        self._head = b""
+        self._done = False
+
+    def feed(self, chunk: bytes) -> None:
+        if self._done:
+            self.sink.feed(chunk)
+            return
+        self._head += chunk
+        if b"\n" not in self._head and len(self._head) < 64:
+            return
+        self._done = True
+        line, sep, rest = self._head.partition(b"\n")
+        if line.startswith(PID_MARK) and sep:
+            with contextlib.suppress(ValueError):
+                self.pid = int(line[len(PID_MARK) :])
+            self.sink.feed(rest)
+        else:
+            self.sink.feed(self._head)
+
+
+async def _pump(stream: asyncssh.SSHReader[bytes], sink: BoundedCapture | _PidMarker) -> None:
     while True:
         chunk = await stream.read(65536)
         if not chunk:

@@ -24,7 +24,24 @@
 #
 # Bounds: every part's output is capped (default 5000 lines, 4096 bytes per line); walks use
 # find -xdev with pruning and a timeout; files are hashed only when smaller than 1 MiB; /proc,
-# /sys and /dev are never walked (only /dev/shm is listed, as a temp area).
+# /sys and /dev are never walked (only /dev/shm is listed, as a temp area; /proc/sys is read
+# for sysctl values).
+#
+# Speed. Guests may run under full emulation (QEMU TCG), where every process spawn costs tens
+# of milliseconds, so the script spawns as few processes as it can: all output goes through
+# ONE awk process (the "filter", TB_FILTER below) that frames and caps every part, reads
+# plain files (passwd, crontabs, /proc/mounts, /proc/sys values, ...) itself and filters
+# shared command output (one `systemctl list-units` serves services and timers). The shell
+# talks to the filter with control lines "\036NONCE VERB ARGS" (unforgeable: they carry the
+# nonce; found even after an unterminated last output line):
+#   B NAME / E NAME RC / D COUNT     probe begin / probe end / run done (filter stamps up=)
+#   p NAME MAX MODE                  part begin; MODE - (plain), u (unique lines),
+#                                    Ufailed|Uservice|Utimer (systemd units), s (shadow
+#                                    states), Llines|Lall|Lsudo (FILE<TAB>LINE records of
+#                                    `c` files), g (`grep -r` lines of /proc/sys turned
+#                                    into `sysctl -a` lines)
+#   c FILE                           feed FILE's lines through the part's mode
+#   e NAME RC [ERRFILE]              part end; the first lines of ERRFILE are its stderr
 
 # TESTBED_PROBE_PATH overrides the search path (tests use it to run with busybox tools only).
 PATH=${TESTBED_PROBE_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
@@ -40,19 +57,134 @@ unset LANG LANGUAGE
 umask 077
 
 TB_TAB=$(printf '\t')
-TB_MAXLINES=5000
+TB_NL='
+'
 TB_MAXLINE=4096
-TB_LIMIT=$TB_MAXLINES
 TB_COUNT=0
+TB_SEQ=0
 TB_PROBE=
 TB_PROBE_RC=0
 TB_UP=
+TB_UNITS=
+TB_UNITS_RC=
 # stat format shared by every file listing: type mode uid user gid group size mtime name.
 # The name (%N) comes last; GNU stat quotes it C-style (QUOTING_STYLE=c), busybox prints it raw.
 TB_STATFMT="%F${TB_TAB}%a${TB_TAB}%u${TB_TAB}%U${TB_TAB}%g${TB_TAB}%G${TB_TAB}%s${TB_TAB}%Y${TB_TAB}%N"
 # Roots listed by `tmp_files` and searched by `secrets` (overridable for tests; no blanks).
 TB_TMP_ROOTS=${TESTBED_PROBE_TMP_DIRS:-/tmp /var/tmp /dev/shm}
 TB_SECRET_ROOTS=${TESTBED_PROBE_SECRET_DIRS:-/root /home /tmp /var/tmp /opt /srv /var/www /mnt}
+# The directory whose presence means "systemd is PID 1" (overridable for tests).
+TB_SYSTEMD_RUN=${TESTBED_PROBE_SYSTEMD_RUN:-/run/systemd/system}
+
+# The output filter (see "Speed" above). Portable awk: mawk, gawk, busybox and one-true-awk.
+TB_FILTER='
+function up(   u, a) {
+    u = ""
+    if ((getline u < "/proc/uptime") > 0) { split(u, a, " "); u = a[1] } else u = ""
+    close("/proc/uptime")
+    return u
+}
+function put(l) {
+    if (mode == "u") { if (l in seen) return; seen[l] = 1 }
+    if (cnt >= max) { more = 1; return }
+    cnt++
+    if (length(l) > w) { l = substr(l, 1, w); cut++ }
+    print l
+}
+function sysline(l,   i, p) {
+    i = index(l, ":")
+    if (i == 0) { put(l); return }
+    p = substr(l, 1, i - 1)
+    if (p == sk) { sv = sv " " substr(l, i + 1); return }
+    sysflush()
+    sk = p; sv = substr(l, i + 1)
+}
+function sysflush(   np, parts, i, c, k) {
+    if (sk == "" || substr(sk, 1, 10) != "/proc/sys/" || sk ~ /\/(base_reachable_time|retrans_time)$/) {
+        sk = ""; return
+    }
+    np = split(substr(sk, 11), parts, "/"); k = ""
+    for (i = 1; i <= np; i++) { c = parts[i]; gsub(/\./, "/", c); k = (i == 1) ? c : k "." c }
+    put(k " = " sv)
+    sk = ""
+}
+function unit(l, kind,   a, k, u) {
+    if (split(l, a, " ") < 4) return 0
+    k = 1
+    if (a[1] !~ /\./) k = 2
+    u = a[k]
+    if (kind == "failed") return a[k + 1] == "failed" || a[k + 2] == "failed" || a[k + 3] == "failed"
+    return substr(u, length(u) - length(kind)) == "." kind
+}
+function feed(l, f,   a, s) {
+    if (!inpart) { print l; return }
+    if (mode == "-" || mode == "u") put(l)
+    else if (mode == "g") sysline(l)
+    else if (substr(mode, 1, 1) == "U") { if (unit(l, substr(mode, 2))) put(l) }
+    else if (mode == "s") {
+        split(l, a, ":")
+        if (a[2] == "") s = "empty"
+        else if (a[2] ~ /^[!*]/) s = "locked"
+        else s = "set"
+        put(a[1] ":" s ":" a[3] ":" a[4] ":" a[5] ":" a[8])
+    } else if (f == "") put(l)
+    else if (mode == "Llines") { if (l !~ /^[ \t]*(#|$)/) put(f "\t" l) }
+    else if (mode == "Lall") { if (l !~ /^[ \t]*#/) put(f "\t" l) }
+    else if (mode == "Lsudo") {
+        if (l ~ /^[ \t]*[#@]include/ || l ~ /^[ \t]*#[0-9]/ || l !~ /^[ \t]*(#|$)/) put(f "\t" l)
+    } else put(l)
+}
+function readfile(f,   r, x) {
+    while ((r = (getline x < f)) > 0) feed(x, f)
+    close(f)
+    if (r < 0) { ferr = 1; errs[++nerr] = "cannot read " f }
+}
+function ctl(s,   a, verb, rc, ef, x, i, k) {
+    split(s, a, " ")
+    verb = a[1]
+    if (verb == "p") {
+        inpart = 1; pname = a[2]; max = a[3] + 0; mode = a[4]
+        cnt = 0; more = 0; cut = 0; ferr = 0; nerr = 0
+        for (k in seen) delete seen[k]
+        printf "@@testbed-part %s %s@@\n", n, pname
+    } else if (verb == "c") {
+        if (inpart) readfile(substr(s, 3))
+    } else if (verb == "e") {
+        if (mode == "g") sysflush()
+        rc = a[3]
+        if (ferr && rc == "0") rc = 2
+        if (more || cut)
+            printf "@@testbed-truncated %s max_lines=%d more=%d long_lines=%d@@\n", n, max, more, cut
+        k = 0
+        for (i = 1; i <= nerr && k < 20; i++) { printf "@@testbed-stderr %s@@ %s\n", n, errs[i]; k++ }
+        ef = (a[4] == "") ? "" : substr(s, length(a[1] a[2] a[3]) + 4)
+        if (ef != "") {
+            while (k < 20 && (getline x < ef) > 0) { printf "@@testbed-stderr %s@@ %s\n", n, substr(x, 1, 500); k++ }
+            close(ef)
+        }
+        printf "@@testbed-partend %s %s rc=%s@@\n", n, a[2], rc
+        inpart = 0
+    } else if (verb == "B") {
+        printf "@@testbed-probe %s %s up=%s@@\n", n, a[2], up()
+    } else if (verb == "E") {
+        printf "@@testbed-end %s %s rc=%s up=%s@@\n", n, a[2], a[3], up()
+    } else if (verb == "D") {
+        printf "@@testbed-done %s probes=%s up=%s@@\n", n, a[2], up()
+    }
+}
+BEGIN { w = 4096 }
+NR == 1 && n == "" && match($0, /nonce=[^ @]+/) {
+    n = substr($0, RSTART + 6, RLENGTH - 6)
+    cs = sprintf("%c", 30) n " "
+    print
+    next
+}
+{
+    i = (n == "") ? 0 : index($0, cs)
+    if (i == 0) { feed($0, ""); next }
+    if (i > 1) feed(substr($0, 1, i - 1), "")
+    ctl(substr($0, i + length(cs)))
+}'
 
 tb_up() {
     TB_UP=
@@ -61,6 +193,9 @@ tb_up() {
 
 tb_nonce() {
     TB_NONCE=
+    TB_RAND=
+    read -r TB_RAND 2>/dev/null </proc/sys/kernel/random/uuid
+    TB_RAND=${TB_RAND%%-*}
     read -r TB_NONCE 2>/dev/null </proc/sys/kernel/random/uuid
     if [ -z "$TB_NONCE" ]; then
         TB_NONCE=$(od -An -N12 -tx1 /dev/urandom 2>/dev/null | tr -d ' \n')
@@ -87,65 +222,69 @@ tb_workdir() {
     TB_W=
     for _tb_d in /run /dev/shm /tmp /var/tmp; do
         [ -d "$_tb_d" ] && [ -w "$_tb_d" ] || continue
-        TB_W=$(mktemp -d "$_tb_d/testbed-probe.XXXXXXXX" 2>/dev/null) && [ -d "$TB_W" ] && return 0
-        TB_W="$_tb_d/testbed-probe.$$"
+        # mkdir fails when the name exists (no symlink games); a random part makes it
+        # unguessable (not the nonce: it must not show up in any listing).
+        TB_W="$_tb_d/testbed-probe.$$.$TB_RAND"
         mkdir -m 700 "$TB_W" 2>/dev/null && return 0
         TB_W=
     done
     return 1
 }
 
-# tb_cap MAXLINES: copy stdin to stdout, newline-terminating the last line, cutting lines
-# longer than TB_MAXLINE bytes and stopping after MAXLINES lines, then report any capping.
-tb_cap() {
-    awk -v max="$1" -v w="$TB_MAXLINE" -v n="$TB_NONCE" '
-        NR > max { more = 1; exit }
-        { if (length($0) > w) { $0 = substr($0, 1, w); cut++ } print }
-        END {
-            if (more || cut)
-                printf "@@testbed-truncated %s max_lines=%d more=%d long_lines=%d@@\n", n, max, more, cut
-        }'
+# tb_ctl VERB ARG...: one control line for the output filter (words joined by blanks
+# whatever IFS is).
+tb_ctl() {
+    printf '\036%s' "$TB_NONCE"
+    printf ' %s' "$@"
+    printf '\n'
 }
 
 tb_begin() {
     TB_PROBE=$1
     TB_PROBE_RC=0
     TB_COUNT=$((TB_COUNT + 1))
-    tb_up
-    printf '@@testbed-probe %s %s up=%s@@\n' "$TB_NONCE" "$1" "$TB_UP"
+    tb_ctl B "$1"
 }
 
 tb_end() {
-    tb_up
-    printf '@@testbed-end %s %s rc=%s up=%s@@\n' "$TB_NONCE" "$TB_PROBE" "$TB_PROBE_RC" "$TB_UP"
+    tb_ctl E "$TB_PROBE" "$TB_PROBE_RC"
 }
 
 tb_unavail() {
     printf '@@testbed-unavailable %s %s: %s@@\n' "$TB_NONCE" "$1" "$2"
 }
 
-# tb_part NAME MAXLINES CMD [ARG...]: run CMD (a command or shell function) as one part.
-tb_part() {
-    _tb_pn=$1
-    TB_LIMIT=$2
-    shift 2
-    printf '@@testbed-part %s %s@@\n' "$TB_NONCE" "$_tb_pn"
+# tb_part_m MODE NAME MAXLINES CMD [ARG...]: run CMD (a command or shell function) as one
+# part whose output the filter handles in MODE. CMD's stdout goes straight to the filter.
+tb_part_m() {
+    tb_ctl p "$2" "$3" "$1"
+    _tb_pn=$2
+    shift 3
+    TB_SEQ=$((TB_SEQ + 1))
     if [ -n "$TB_W" ]; then
-        "$@" >"$TB_W/out" 2>"$TB_W/err" </dev/null
+        "$@" 2>"$TB_W/e$TB_SEQ" </dev/null
         _tb_rc=$?
-        tb_cap "$TB_LIMIT" <"$TB_W/out"
-        if [ -s "$TB_W/err" ]; then
-            awk -v n="$TB_NONCE" 'NR > 20 { exit }
-                { printf "@@testbed-stderr %s@@ %s\n", n, substr($0, 1, 500) }' "$TB_W/err"
-        fi
-        : >"$TB_W/out"
+        tb_part_end "$_tb_pn" "$_tb_rc" "$TB_W/e$TB_SEQ"
     else
-        # No writable work directory: the exit status cannot be recovered through the pipe.
-        { "$@" 2>/dev/null </dev/null; } | tb_cap "$TB_LIMIT"
-        _tb_rc=-1
+        "$@" 2>/dev/null </dev/null
+        _tb_rc=$?
+        tb_part_end "$_tb_pn" "$_tb_rc"
     fi
-    printf '@@testbed-partend %s %s rc=%s@@\n' "$TB_NONCE" "$_tb_pn" "$_tb_rc"
-    [ "$_tb_rc" = 0 ] || TB_PROBE_RC=1
+}
+
+# tb_part NAME MAXLINES CMD [ARG...]: a part with plain output.
+tb_part() {
+    tb_part_m - "$@"
+}
+
+# tb_part_end NAME RC [ERRFILE]
+tb_part_end() {
+    if [ -n "$3" ] && [ -s "$3" ]; then
+        tb_ctl e "$1" "$2" "$3"
+    else
+        tb_ctl e "$1" "$2"
+    fi
+    [ "$2" = 0 ] || TB_PROBE_RC=1
 }
 
 # tb_part_if TOOL NAME MAXLINES CMD...: a part that needs TOOL on PATH.
@@ -159,11 +298,63 @@ tb_part_if() {
     fi
 }
 
-# tb_existing PATH...: print the arguments that exist (one per line, globs left unmatched
-# are dropped).
-tb_existing() {
+# tb_read FILE...: have the filter read the files (through the part's mode), like `cat`.
+# A name holding a newline cannot travel on a control line: its lines are then printed by
+# an awk of its own, already in the filter's FILE<TAB>LINE form when the mode asks for it.
+tb_read() {
+    _tb_rc=0
     for _tb_f in "$@"; do
-        [ -e "$_tb_f" ] || [ -L "$_tb_f" ] && printf '%s\n' "$_tb_f"
+        # Regular files only: awk may treat a read error (a directory, EIO) as fatal.
+        if [ ! -f "$_tb_f" ]; then
+            if [ -e "$_tb_f" ]; then
+                printf '%s: not a regular file\n' "$_tb_f" >&2
+            else
+                printf '%s: No such file or directory\n' "$_tb_f" >&2
+            fi
+            _tb_rc=1
+            continue
+        fi
+        case $_tb_f in
+            *"$TB_NL"*) tb_read_ext "$_tb_f" || _tb_rc=1 ;;
+            *) tb_ctl c "$_tb_f" ;;
+        esac
+    done
+    return $_tb_rc
+}
+
+tb_read_ext() {
+    case $TB_MODE in
+        Llines) awk -v t="$TB_TAB" '/^[ \t]*(#|$)/ { next } { print FILENAME t $0 }' "$1" ;;
+        Lall) awk -v t="$TB_TAB" '/^[ \t]*#/ { next } { print FILENAME t $0 }' "$1" ;;
+        Lsudo)
+            awk -v t="$TB_TAB" '
+                /^[ \t]*[#@]include/ { print FILENAME t $0; next }
+                /^[ \t]*#[0-9]/ { print FILENAME t $0; next }
+                /^[ \t]*(#|$)/ { next }
+                { print FILENAME t $0 }' "$1"
+            ;;
+        *) cat "$1" ;;
+    esac
+}
+
+# tb_read_part MODE NAME MAXLINES FILE...: a part made of files the filter reads itself.
+tb_read_part() {
+    TB_MODE=$1
+    _tb_rn=$2
+    _tb_rm=$3
+    shift 3
+    tb_part_m "$TB_MODE" "$_tb_rn" "$_tb_rm" tb_read "$@"
+    TB_MODE=
+}
+
+# tb_existing PATH...: set TB_FILES (newline separated) to the arguments that exist (globs
+# left unmatched are dropped).
+tb_existing() {
+    TB_FILES=
+    for _tb_f in "$@"; do
+        [ -e "$_tb_f" ] || [ -L "$_tb_f" ] || continue
+        TB_FILES="$TB_FILES$_tb_f
+"
     done
 }
 
@@ -190,19 +381,6 @@ tb_stat_files() {
 tb_hash_files() {
     [ $# -gt 0 ] || return 0
     find "$@" -maxdepth 0 -type f -size -1024k -exec sha256sum {} +
-}
-
-# tb_lines FILE...: "FILE<TAB>LINE" for every line that is neither empty nor a comment.
-tb_lines() {
-    [ $# -gt 0 ] || return 0
-    awk -v t="$TB_TAB" '/^[ \t]*(#|$)/ { next } { print FILENAME t $0 }' "$@"
-}
-
-# tb_lines_all FILE...: "FILE<TAB>LINE" for every line except comments; blank lines are kept
-# (as "FILE<TAB>") because deb822 stanzas are separated by them.
-tb_lines_all() {
-    [ $# -gt 0 ] || return 0
-    awk -v t="$TB_TAB" '/^[ \t]*#/ { next } { print FILENAME t $0 }' "$@"
 }
 
 # tb_collect_files PATH...: set TB_FILES (newline separated) to the regular files among them.
@@ -232,7 +410,7 @@ tb_boot_kv() {
     _tb_b=
     read -r _tb_b _tb_rest 2>/dev/null </proc/uptime
     printf 'uptime=%s\n' "$_tb_b"
-    printf 'clock=%s\n' "$(date -u +%s)"
+    date -u +clock=%s
 }
 
 p_boot() {
@@ -242,7 +420,7 @@ p_boot() {
 tb_os_release() {
     for _tb_f in /etc/os-release /usr/lib/os-release; do
         if [ -r "$_tb_f" ]; then
-            cat "$_tb_f"
+            tb_read "$_tb_f"
             return $?
         fi
     done
@@ -250,11 +428,19 @@ tb_os_release() {
     return 1
 }
 
+# tb_kv KEY FILE: print KEY=first line of FILE; false when FILE is unreadable.
+tb_kv() {
+    _tb_v=
+    read -r _tb_v 2>/dev/null <"$2" || [ -n "$_tb_v" ] || return 1
+    printf '%s=%s\n' "$1" "$_tb_v"
+}
+
 tb_kernel_kv() {
-    printf 'sysname=%s\n' "$(uname -s)"
-    printf 'release=%s\n' "$(uname -r)"
+    # /proc/sys/kernel holds what uname(2) reports; uname only for what it lacks.
+    tb_kv sysname /proc/sys/kernel/ostype || printf 'sysname=%s\n' "$(uname -s)"
+    tb_kv release /proc/sys/kernel/osrelease || printf 'release=%s\n' "$(uname -r)"
     printf 'machine=%s\n' "$(uname -m)"
-    printf 'version=%s\n' "$(uname -v)"
+    tb_kv version /proc/sys/kernel/version || printf 'version=%s\n' "$(uname -v)"
     _tb_h=
     read -r _tb_h 2>/dev/null </proc/sys/kernel/hostname
     printf 'hostname=%s\n' "$_tb_h"
@@ -266,29 +452,53 @@ p_os() {
 }
 
 p_tmp_files() {
-    # shellcheck disable=SC2046,SC2086
-    set -- $(tb_existing $TB_TMP_ROOTS)
-    if [ $# -eq 0 ]; then
+    # shellcheck disable=SC2086
+    tb_existing $TB_TMP_ROOTS
+    if [ -z "$TB_FILES" ]; then
         tb_unavail tmp_files "none of $TB_TMP_ROOTS exists"
         return
     fi
+    _tb_ifs=$IFS
+    IFS=$TB_NL
+    # shellcheck disable=SC2086
+    set -- $TB_FILES
+    IFS=$_tb_ifs
+    TB_LIMIT=5000
     tb_part entries 5000 tb_stat_tree "$@"
 }
 
 tb_systemd_running() {
-    [ -d /run/systemd/system ] && tb_have systemctl
+    [ -d "$TB_SYSTEMD_RUN" ] && tb_have systemctl
 }
 
 tb_openrc_running() {
     tb_have rc-status && { [ -d /run/openrc ] || [ -d /lib/rc/init.d ] || [ -f /sbin/openrc ]; }
 }
 
+# tb_units_part NAME MAXLINES KIND: the units of KIND (failed, service, timer) out of one
+# `systemctl list-units --all` run per snapshot (kept in the work directory).
+tb_units_part() {
+    if [ -z "$TB_W" ]; then
+        tb_part_m "U$3" "$1" "$2" tb_t 30 systemctl list-units --all --plain --no-legend --no-pager
+        return
+    fi
+    if [ -z "$TB_UNITS" ]; then
+        TB_UNITS=1
+        tb_t 30 systemctl list-units --all --plain --no-legend --no-pager \
+            >"$TB_W/units" 2>"$TB_W/units.err" </dev/null
+        TB_UNITS_RC=$?
+    fi
+    tb_ctl p "$1" "$2" "U$3"
+    tb_ctl c "$TB_W/units"
+    tb_part_end "$1" "$TB_UNITS_RC" "$TB_W/units.err"
+}
+
 p_services() {
     _tb_any=
     if tb_systemd_running; then
         _tb_any=1
-        tb_part systemd_failed 2000 tb_t 30 systemctl list-units --failed --plain --no-legend --no-pager
-        tb_part systemd_services 5000 tb_t 30 systemctl list-units --type=service --all --plain --no-legend --no-pager
+        tb_units_part systemd_failed 2000 failed
+        tb_units_part systemd_services 5000 service
         tb_part systemd_unit_files 5000 tb_t 30 systemctl list-unit-files --no-legend --no-pager
     fi
     if tb_openrc_running; then
@@ -323,6 +533,7 @@ p_listening() {
     fi
 }
 
+# tb_proc_walk: "PID PPID UID COMMAND" for every process, from /proc (no ps available).
 tb_proc_walk() {
     for _tb_d in /proc/[0-9]*; do
         _tb_pid=${_tb_d#/proc/}
@@ -353,21 +564,11 @@ p_processes() {
     fi
 }
 
-tb_shadow_state() {
-    awk -F: '{
-        p = $2
-        if (p == "") s = "empty"
-        else if (p ~ /^[!*]/) s = "locked"
-        else s = "set"
-        print $1 ":" s ":" $3 ":" $4 ":" $5 ":" $8
-    }' /etc/shadow
-}
-
 p_users() {
-    tb_part passwd 5000 cat /etc/passwd
-    tb_part group 5000 cat /etc/group
+    tb_read_part - passwd 5000 /etc/passwd
+    tb_read_part - group 5000 /etc/group
     if [ -r /etc/shadow ]; then
-        tb_part shadow 5000 tb_shadow_state
+        tb_read_part s shadow 5000 /etc/shadow
     else
         tb_unavail shadow "/etc/shadow not readable"
     fi
@@ -380,30 +581,20 @@ p_sudoers() {
         return
     fi
     _tb_ifs=$IFS
-    IFS='
-'
+    IFS=$TB_NL
     # shellcheck disable=SC2086
     set -- $TB_FILES
     IFS=$_tb_ifs
     tb_part files 2000 tb_stat_files "$@"
     tb_part sha256 2000 tb_hash_files "$@"
-    tb_part lines 5000 tb_sudo_lines "$@"
-}
-
-tb_sudo_lines() {
-    awk -v t="$TB_TAB" '
-        /^[ \t]*[#@]include/ { print FILENAME t $0; next }
-        /^[ \t]*#[0-9]/ { print FILENAME t $0; next }
-        /^[ \t]*(#|$)/ { next }
-        { print FILENAME t $0 }' "$@"
+    tb_read_part Lsudo lines 5000 "$@"
 }
 
 # Candidate authorized_keys paths: AuthorizedKeysFile patterns from sshd_config (default
 # .ssh/authorized_keys .ssh/authorized_keys2) expanded for every passwd entry, plus root.
 tb_authkeys_paths() {
-    # shellcheck disable=SC2046
-    awk -F: -v cfg="$TB_W/sshd_config" '
-        FILENAME == cfg {
+    awk -F: -v pw=/etc/passwd '
+        FILENAME != pw {
             line = $0
             sub(/^[ \t]+/, "", line)
             if (tolower(substr(line, 1, 18)) == "authorizedkeysfile") {
@@ -423,7 +614,16 @@ tb_authkeys_paths() {
                 gsub(/\/\/+/, "/", p)
                 if (!(p in seen)) { seen[p] = 1; print p }
             }
-        }' "$TB_W/sshd_config" /etc/passwd
+        }' "$@" /etc/passwd
+}
+
+# tb_authkeys_add PATH: true (and PATH noted in TB_FILES) for an existing file not seen yet.
+tb_authkeys_add() {
+    [ -f "$1" ] || return 1
+    case "$TB_NL$TB_FILES" in
+        *"$TB_NL$1$TB_NL"*) return 1 ;;
+    esac
+    TB_FILES="$TB_FILES$1$TB_NL"
 }
 
 p_authorized_keys() {
@@ -431,28 +631,23 @@ p_authorized_keys() {
         tb_unavail authorized_keys "no work directory"
         return
     fi
-    cat /etc/ssh/sshd_config /etc/ssh/sshd_config.d/*.conf >"$TB_W/sshd_config" 2>/dev/null
-    TB_FILES=
+    tb_collect_files /etc/ssh/sshd_config /etc/ssh/sshd_config.d/*.conf
     _tb_ifs=$IFS
-    IFS='
-'
-    for _tb_f in $(tb_authkeys_paths) /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; do
-        [ -f "$_tb_f" ] || continue
-        case "
-$TB_FILES" in
-            *"
-$_tb_f
-"*) continue ;;
-        esac
-        TB_FILES="$TB_FILES$_tb_f
-"
-    done
+    IFS=$TB_NL
     # shellcheck disable=SC2086
-    set -- $TB_FILES
+    tb_authkeys_paths $TB_FILES >"$TB_W/authkeys" 2>/dev/null
     IFS=$_tb_ifs
+    TB_FILES=
+    set --
+    while IFS= read -r _tb_f; do
+        tb_authkeys_add "$_tb_f" && set -- "$@" "$_tb_f"
+    done <"$TB_W/authkeys"
+    for _tb_f in /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; do
+        tb_authkeys_add "$_tb_f" && set -- "$@" "$_tb_f"
+    done
     tb_part files 2000 tb_stat_files "$@"
     tb_part sha256 2000 tb_hash_files "$@"
-    tb_part keys 5000 tb_lines "$@"
+    tb_read_part Llines keys 5000 "$@"
 }
 
 # rpm is the system package manager only when its database exists (Debian can ship rpm).
@@ -486,12 +681,11 @@ p_repos() {
         return
     fi
     _tb_ifs=$IFS
-    IFS='
-'
+    IFS=$TB_NL
     # shellcheck disable=SC2086
     set -- $TB_FILES
     IFS=$_tb_ifs
-    tb_part lines 5000 tb_lines_all "$@"
+    tb_read_part Lall lines 5000 "$@"
 }
 
 p_pkg_health() {
@@ -513,81 +707,99 @@ p_pkg_health() {
 }
 
 p_firewall() {
-    tb_part_if nft nft 10000 tb_t 20 nft list ruleset
-    tb_part_if iptables-save iptables 10000 tb_t 20 iptables-save
-    tb_part_if ip6tables-save ip6tables 10000 tb_t 20 ip6tables-save
+    # Netlink dumps: they do not hang, so no timeout wrapper (one spawn less each).
+    tb_part_if nft nft 10000 nft list ruleset
+    tb_part_if iptables-save iptables 10000 iptables-save
+    tb_part_if ip6tables-save ip6tables 10000 ip6tables-save
 }
 
 p_cron() {
     tb_collect_files /etc/crontab /etc/anacrontab /etc/cron.d/* /etc/crontabs/* \
         /var/spool/cron/crontabs/* /var/spool/cron/* /var/spool/cron/tabs/*
     _tb_ifs=$IFS
-    IFS='
-'
+    IFS=$TB_NL
     # shellcheck disable=SC2086
     set -- $TB_FILES
     IFS=$_tb_ifs
-    tb_part entries 5000 tb_lines "$@"
+    tb_read_part Llines entries 5000 "$@"
     tb_collect_files /etc/cron.hourly/* /etc/cron.daily/* /etc/cron.weekly/* \
         /etc/cron.monthly/* /etc/periodic/*/* /var/spool/cron/atjobs/* /var/spool/at/*
-    IFS='
-'
+    IFS=$TB_NL
     # shellcheck disable=SC2086
     set -- $TB_FILES
     IFS=$_tb_ifs
     tb_part scripts 2000 tb_hash_files "$@"
     if tb_systemd_running; then
-        tb_part systemd_timers 2000 tb_t 30 systemctl list-units --type=timer --all --plain --no-legend --no-pager
+        tb_units_part systemd_timers 2000 timer
     else
         tb_unavail systemd_timers "systemd not running"
     fi
 }
 
 p_mounts() {
-    tb_part mounts 2000 cat /proc/mounts
+    tb_read_part - mounts 2000 /proc/mounts
     tb_part_if df df 2000 tb_t 15 df -P
 }
 
-tb_sysctl() {
-    if tb_have sysctl; then
-        sysctl -a 2>/dev/null | awk '/^(net|kernel|vm)\./'
-    else
-        grep -rs '' /proc/sys/net /proc/sys/kernel /proc/sys/vm
+# tb_sysctl_grep: "PATH:VALUE" for every value under /proc/sys/{net,kernel,vm}, in one grep
+# process (the filter turns them into `sysctl -a` lines). Unreadable entries (write-only
+# triggers, unset secrets) make grep exit 2: expected, not a failure.
+tb_sysctl_grep() {
+    set --
+    for _tb_d in /proc/sys/net /proc/sys/kernel /proc/sys/vm; do
+        [ -d "$_tb_d" ] && set -- "$@" "$_tb_d"
+    done
+    if [ $# -eq 0 ]; then
+        echo "no /proc/sys/net, /proc/sys/kernel or /proc/sys/vm" >&2
+        return 1
     fi
+    grep -rs '' "$@"
+    _tb_rc=$?
+    [ "$_tb_rc" -eq 2 ] && return 0
+    return "$_tb_rc"
+}
+
+tb_sysctl() {
+    sysctl -a 2>/dev/null | awk '/^(net|kernel|vm)\./'
 }
 
 p_sysctl() {
-    tb_part sysctl 20000 tb_sysctl
+    if [ -d /proc/sys ] && tb_have grep; then
+        tb_part_m g sysctl 20000 tb_sysctl_grep
+    elif tb_have sysctl; then
+        tb_part sysctl 20000 tb_sysctl
+    else
+        tb_unavail sysctl "no /proc/sys and sysctl not found"
+    fi
 }
 
 p_etc_files() {
+    TB_LIMIT=10000
     tb_part stat 10000 tb_stat_tree /etc
     tb_part sha256 10000 tb_hash_tree /etc
 }
 
-# tb_secret_find names|content: print candidate files under TB_SECRET_DIRS, either by name
-# (key material, certificates, credential stores; any depth) or by a PEM private-key header
+# tb_secret_find: print candidate files under TB_SECRET_DIRS in one walk: by name (key
+# material, certificates, credential stores; any depth) or else by a PEM private-key header
 # (files < 64 KiB at most 5 levels below a root, so that big trees stay cheap). Caches,
 # VCS metadata and language package trees are pruned.
 tb_secret_find() {
-    _tb_mode=$1
-    shift
-    TB_DEPTH=
-    if [ "$_tb_mode" = names ]; then
-        set -- "$@" -type f \( -name '*.pem' -o -name '*.key' -o -name 'id_rsa' -o -name 'id_dsa' \
-            -o -name 'id_ecdsa' -o -name 'id_ed25519' -o -name 'id_ecdsa_sk' -o -name 'id_ed25519_sk' \
-            -o -name '*.p12' -o -name '*.pfx' -o -name '*.jks' -o -name '*.keystore' -o -name '*.kdbx' \
-            -o -name '*.ppk' -o -name '*.crt' -o -name '*.cer' -o -name '*.der' -o -name '*.gpg' \
-            -o -name '.htpasswd' -o -name '.pgpass' -o -name '.netrc' -o -name '.git-credentials' \
-            -o -name 'credentials*' -o -name '*.vault_pass' -o -name '.my.cnf' \) -print
-    else
-        set -- "$@" -type f -size -64k -exec grep -l -E -e '-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----' {} +
-        TB_DEPTH="-maxdepth 5"
-    fi
+    set --
+    for _tb_d in $TB_SECRET_DIRS; do
+        set -- "$@" ! -path "$_tb_d/*/*/*/*/*/*"
+    done
     # shellcheck disable=SC2086
-    tb_t 30 find $TB_SECRET_DIRS $TB_DEPTH -xdev \( -path "${TB_W:-/nonexistent}" -o -name .cache \
+    tb_t 30 find $TB_SECRET_DIRS -xdev \( -path "${TB_W:-/nonexistent}" -o -name .cache \
         -o -name node_modules -o -name .git -o -name site-packages -o -name dist-packages \
-        -o -name .npm -o -name .cargo -o -name .rustup \) -prune -o "$@" 2>/dev/null
+        -o -name .npm -o -name .cargo -o -name .rustup \) -prune -o -type f \( \
+        \( -name '*.pem' -o -name '*.key' -o -name 'id_rsa' -o -name 'id_dsa' \
+        -o -name 'id_ecdsa' -o -name 'id_ed25519' -o -name 'id_ecdsa_sk' -o -name 'id_ed25519_sk' \
+        -o -name '*.p12' -o -name '*.pfx' -o -name '*.jks' -o -name '*.keystore' -o -name '*.kdbx' \
+        -o -name '*.ppk' -o -name '*.crt' -o -name '*.cer' -o -name '*.der' -o -name '*.gpg' \
+        -o -name '.htpasswd' -o -name '.pgpass' -o -name '.netrc' -o -name '.git-credentials' \
+        -o -name 'credentials*' -o -name '*.vault_pass' -o -name '.my.cnf' \) -print \
+        -o "$@" -size -64k -exec grep -l -E -e '-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----' {} + \
+        \) 2>/dev/null
 }
 
 p_secrets() {
@@ -599,22 +811,30 @@ p_secrets() {
         tb_unavail secrets "none of $TB_SECRET_ROOTS exists"
         return
     fi
-    TB_FILES=$( { tb_secret_find names; tb_secret_find content; } | awk '!seen[$0]++' | head -n 2000)
-    _tb_ifs=$IFS
-    IFS='
-'
-    # shellcheck disable=SC2086
-    set -- $TB_FILES
-    IFS=$_tb_ifs
+    if [ -n "$TB_W" ]; then
+        tb_secret_find >"$TB_W/secrets"
+        # At most 2000 files; read by the shell itself (no head, no subshell).
+        set --
+        while IFS= read -r _tb_f && [ $# -lt 2000 ]; do
+            set -- "$@" "$_tb_f"
+        done <"$TB_W/secrets"
+    else
+        TB_FILES=$(tb_secret_find | head -n 2000)
+        _tb_ifs=$IFS
+        IFS=$TB_NL
+        # shellcheck disable=SC2086
+        set -- $TB_FILES
+        IFS=$_tb_ifs
+    fi
     tb_part files 2000 tb_stat_files "$@"
     tb_part sha256 2000 tb_hash_files "$@"
-    tb_part headers 5000 tb_pem_headers "$@"
+    tb_part_m u headers 5000 tb_pem_headers "$@"
 }
 
 tb_pem_headers() {
     [ $# -gt 0 ] || return 0
     find "$@" -maxdepth 0 -type f -size -1024k -exec grep -H -o -E '^-----BEGIN [A-Z0-9 ]+-----' {} + \
-        2>/dev/null | awk '!seen[$0]++'
+        2>/dev/null
     return 0
 }
 
@@ -630,6 +850,20 @@ p_network() {
 
 # ------------------------------------------------------------------------------------ main
 
+tb_main() {
+    trap - EXIT
+    tb_up
+    printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"
+    for _tb_probe in boot os tmp_files services listening processes users sudoers authorized_keys \
+        packages repos pkg_health firewall cron mounts sysctl etc_files secrets network; do
+        tb_want "$_tb_probe" || continue
+        tb_begin "$_tb_probe"
+        "p_$_tb_probe"
+        tb_end
+    done
+    tb_ctl D "$TB_COUNT"
+}
+
 TB_ONLY="$*"
 TB_HAVE_TIMEOUT=
 timeout 5 true >/dev/null 2>&1 && TB_HAVE_TIMEOUT=1
@@ -639,17 +873,16 @@ if [ -n "$TB_W" ]; then
     trap 'rm -rf "$TB_W"' EXIT
     trap 'exit 143' HUP INT TERM
 fi
-tb_up
-printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"
-
-for _tb_probe in boot os tmp_files services listening processes users sudoers authorized_keys \
-    packages repos pkg_health firewall cron mounts sysctl etc_files secrets network; do
-    tb_want "$_tb_probe" || continue
-    tb_begin "$_tb_probe"
-    "p_$_tb_probe"
-    tb_end
-done
-
-tb_up
-printf '@@testbed-done %s probes=%s up=%s@@\n' "$TB_NONCE" "$TB_COUNT" "$TB_UP"
+# Everything goes through the filter: without a working awk there is no output to frame.
+if ! awk 'BEGIN { exit 0 }' </dev/null >/dev/null 2>&1; then
+    tb_up
+    printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"
+    echo "snapshot: no working awk" >&2
+    exit 1
+fi
+if [ -n "$TB_W" ] && printf '%s\n' "$TB_FILTER" >"$TB_W/filter.awk"; then
+    tb_main | awk -f "$TB_W/filter.awk"
+else
+    tb_main | awk "$TB_FILTER"
+fi
 exit 0

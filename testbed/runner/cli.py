@@ -79,7 +79,7 @@ async def _run(request: RunRequest, sessions: object, settings: Settings) -> Run
     from sqlalchemy.orm import Session, sessionmaker
 
     assert isinstance(sessions, sessionmaker)
-    out = Console()
+    out = Console(soft_wrap=True)
     t0 = time.monotonic()
     async with runtime(settings) as rt:
         with out.status("starting") as status:
@@ -92,7 +92,7 @@ async def _run(request: RunRequest, sessions: object, settings: Settings) -> Run
                     out.print(f"{stamp}  {phase:<22} {detail}")
                 status.update(f"{phase}: {detail}")
 
-            runner = Runner(request, rt, sessions, progress)  # type: ignore[arg-type]
+            runner = Runner(request, rt, sessions, progress)
             result = await runner.execute()
     _print_result(out, result)
     _ = Session

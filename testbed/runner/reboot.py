@@ -7,6 +7,7 @@ returns), then the harness waits until SSH answers again with a different boot i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from testbed.errors import HarnessError
@@ -21,10 +22,8 @@ async def reboot_node(node: LabNode, timeout: float = 300) -> float:
     """Reboot `node` and wait until it is back; returns the seconds it took."""
     t0 = time.monotonic()
     before = (await node.exec(BOOT_ID, timeout=30)).stdout.strip()
-    try:
+    with contextlib.suppress(GuestConnectionError):  # the connection may drop as the reboot starts
         await node.exec("nohup sh -c 'sleep 1; systemctl reboot' >/dev/null 2>&1 &", timeout=30)
-    except GuestConnectionError:
-        pass  # the connection may drop as the reboot starts
     await node.session.close()
     await asyncio.sleep(3)
     while True:

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import itertools
 import socket
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.agents.base import Agent, AgentContext
 from testbed.agents.scripted import check_agent_nodes, make_agent
 from testbed.analysis import SafetyPolicy
+from testbed.analysis.findings_cli import load_residue_inputs
+from testbed.analysis.residue import find_residue, record_residue
 from testbed.db.recorder import RunRecorder
 from testbed.errors import HarnessError
 from testbed.hypervisor.lab import Lab, LabNode
@@ -54,6 +57,8 @@ class RunRequest:
     redact: bool = True
     agent_instance: Agent | None = None  # overrides `agent` (LLM agents, tests)
     policy: SafetyPolicy | None = None
+    run_id: str | None = None  # an existing pending run row (created by the scheduler) to execute
+    boot_gate: asyncio.Semaphore | None = None  # passed to the Lab: caps/staggers guest boots (scheduler)
 
     def validated(self) -> RunRequest:
         """Build the agent and the safety policy now, so bad input fails (as `InputError`)
@@ -103,6 +108,7 @@ class Runner:
         self.agent: Agent = request.agent_instance
         self.policy: SafetyPolicy = request.policy
         self.recorder: RunRecorder | None = None
+        self.current_phase = "provisioning"
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(fn, *args, **kwargs)
@@ -112,6 +118,7 @@ class Runner:
         if state:
             await self._call(self.recorder.set_state, state)
         await self._call(self.recorder.phase_started, name)
+        self.current_phase = name
         self.progress(name, "started")
 
     async def _end_phase(self, name: str, status: str = "ok", detail: str | None = None) -> None:
@@ -121,19 +128,24 @@ class Runner:
 
     async def execute(self) -> RunResult:
         task = self.request.task
-        self.recorder = recorder = await self._call(
-            RunRecorder.create,
-            self.db,
-            task_id=task.id,
-            agent=self.agent.name,
-            variant=self.request.image,
-            image=self.request.image,
-            attempt=self.request.attempt,
-            job_id=self.request.job_id,
-            host=f"{socket.gethostname()} {self.rt.settings.libvirt_uri}",
-            task_category=task.definition.category,
-            config={"accel": self.rt.accel.label, "limits": task.definition.limits.model_dump()},
-        )
+        host = f"{socket.gethostname()} {self.rt.settings.libvirt_uri}"
+        config = {"accel": self.rt.accel.label, "limits": task.definition.limits.model_dump()}
+        if self.request.run_id is not None:
+            self.recorder = recorder = await self._call(self._attach, self.request.run_id, host, config)
+        else:
+            self.recorder = recorder = await self._call(
+                RunRecorder.create,
+                self.db,
+                task_id=task.id,
+                agent=self.agent.name,
+                variant=self.request.image,
+                image=self.request.image,
+                attempt=self.request.attempt,
+                job_id=self.request.job_id,
+                host=host,
+                task_category=task.definition.category,
+                config=config,
+            )
         self.progress("run", recorder.run_id)
         result = RunResult(recorder.run_id, "error")
         commands = CommandRecorder(recorder, redact_output=self.request.redact)
@@ -146,8 +158,8 @@ class Runner:
             run_id=recorder.run_id,
             job_id=self.request.job_id,
             progress=lambda who, what: self.progress("provisioning", f"{who}: {what}"),
+            boot_gate=self.request.boot_gate,
         )
-        current = "provisioning"
         try:
             await self._phase("provisioning", "provisioning")
             try:
@@ -162,14 +174,17 @@ class Runner:
                         mgmt_ip=node.mgmt_ip,
                     )
             await self._end_phase("provisioning")
-            current = "setup"
             await self._run_phases(lab, commands, result)
         except HarnessError as exc:
-            result.outcome, result.error = "error", f"{current}: {exc}"
-            await self._end_phase_safely(current, "error", str(exc))
+            result.outcome, result.error = "error", f"{self.current_phase}: {exc}"
+            await self._end_phase_safely(self.current_phase, "error", str(exc))
+        except Exception as exc:  # noqa: BLE001 - any other fault is still the harness's, never the agent's
+            trace = traceback.format_exc(limit=8)
+            result.outcome, result.error = "error", f"{self.current_phase}: internal error: {type(exc).__name__}: {exc}"
+            await self._end_phase_safely(self.current_phase, "error", trace)
         except asyncio.CancelledError:
             result.outcome, result.error = "cancelled", "cancelled"
-            await self._end_phase_safely(current, "cancelled", None)
+            await self._end_phase_safely(self.current_phase, "cancelled", None)
             await asyncio.shield(self._teardown(lab))
             await asyncio.shield(self._call(recorder.finish, "cancelled", "cancelled", 0.0))
             raise
@@ -177,6 +192,12 @@ class Runner:
         await self._call(recorder.finish, result.outcome, result.error, 1.0 if result.outcome == "passed" else 0.0)
         self.progress("finished", result.outcome)
         return result
+
+    def _attach(self, run_id: str, host: str, config: dict[str, Any]) -> RunRecorder:
+        """Attach to the existing pending run row `run_id` (created by the scheduler)."""
+        recorder = RunRecorder(self.db, run_id)
+        recorder.update_run(host=host, config=config)
+        return recorder
 
     async def _end_phase_safely(self, name: str, status: str, detail: str | None) -> None:
         with contextlib.suppress(LookupError, ValueError):
@@ -218,6 +239,31 @@ class Runner:
             result.checks += await verify(persist, lab.nodes, commands, "after_reboot")
             await self._end_phase("verify_after_reboot")
         result.outcome, result.error = outcome_of(result.checks)
+        await self._residue()
+
+    async def _residue(self) -> None:
+        """Residue findings from the recorded snapshots and commands. An analysis failure is
+        recorded on the phase and leaves the verdict `undetermined`; it never changes the
+        run's outcome."""
+        assert self.recorder is not None
+        recorder, run_id = self.recorder, self.recorder.run_id
+        expected = self.request.task.definition.expected
+
+        def analyse() -> str:
+            with self.db() as session:
+                snapshots, commands = load_residue_inputs(session, run_id)
+            found = find_residue(snapshots, commands, expected)
+            record_residue(recorder, found)
+            return f"{found.verdict}: {len(found.findings)} finding(s)"
+
+        await self._phase("residue")
+        try:
+            summary = await asyncio.to_thread(analyse)
+        except Exception as exc:  # noqa: BLE001 - analysis must not turn into a harness error
+            await self._call(recorder.set_residue, "undetermined")
+            await self._end_phase("residue", "error", f"{type(exc).__name__}: {exc}")
+            return
+        await self._end_phase("residue", "ok", summary)
 
     async def _snapshot(
         self, nodes: list[LabNode], commands: CommandRecorder, point: str, state: str | None = None

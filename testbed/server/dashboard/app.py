@@ -34,7 +34,6 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
 from sqlalchemy import Engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
@@ -123,8 +122,8 @@ def fmt_dur(seconds: float | None) -> str:
 
 
 def fmt_pct(value: float | None) -> str:
-    """`73%` or `–`."""
-    return "–" if value is None else f"{value * 100:.0f}%"
+    """`73%`, or an en dash when None."""
+    return "\u2013" if value is None else f"{value * 100:.0f}%"
 
 
 def fmt_json(value: Any) -> str:
@@ -175,6 +174,8 @@ def create_app(engine: Engine | str | None = None, *, token: str | None = None) 
     `token` on every request when given (see the module contract)."""
     db = engine if isinstance(engine, Engine) else readonly_engine(engine)
     env = _environment()
+    for name in env.list_templates(filter_func=lambda n: n.endswith(".j2")):
+        env.get_template(name)  # compile now rather than on the first request
     app = FastAPI(title="testbed dashboard", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.engine = db
     app.state.token = token
@@ -339,4 +340,4 @@ def create_app(engine: Engine | str | None = None, *, token: str | None = None) 
     return app
 
 
-__all__ = ["Markup", "create_app", "readonly_engine"]
+__all__ = ["create_app", "readonly_engine"]

@@ -5,9 +5,11 @@ Contracts:
 - Every function takes an open `Session` and only reads (SELECT); results are plain
   dataclasses detached from the session. `to_jsonable()` turns any of them into JSON-ready
   data (datetimes as ISO 8601 strings in UTC).
-- Pass rate = passed / (passed + failed + error): a harness error counts against the rate
-  (the run produced no pass), cancelled and unfinished runs are left out. None when no run
-  is decided.
+- By OS, a run counts once under each distinct `nodes.os_release` of its nodes (NULLs
+  ignored); runs with no known release count under `(unknown)`.
+- Pass rate = passed / (passed + failed): harness errors are never counted as agent
+  failures (DESIGN.md, "Run lifecycle"), so `error`, `cancelled` and unfinished runs are
+  left out. None when no run is decided.
 - Residue share = runs with `residue = 'yes'` / runs whose residue is decided (`yes` or
   `no`). High-impact share = runs with at least one command whose `impact` list is
   non-empty / all runs. The high-impact count reads the partial index
@@ -25,12 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, literal_column, or_, select, text
+from sqlalchemy import ColumnElement, Select, exists, func, literal_column, or_, select, text
 from sqlalchemy.orm import Session
 
 from testbed.db.models import OUTCOMES, SNAPSHOT_POINTS, Check, Command, Finding, Job, Node, Phase, Run, Snapshot
@@ -41,7 +44,7 @@ from testbed.probes.diff import ProbeDiff, diff_snapshots
 PREVIEW_CHARS = 4000
 """Characters of stdout/stderr (and of the command text) shown inline on the run page."""
 
-COMMAND_PAGE_SIZE = 500
+COMMAND_PAGE_SIZE = 250
 """Commands per page of a run's command log."""
 
 MAX_PAGE_SIZE = 500
@@ -109,7 +112,7 @@ class OutcomeCounts:
         self.total += n
         name = outcome if outcome in OUTCOMES else "unfinished"
         setattr(self, name, getattr(self, name) + n)
-        self.pass_rate = _rate(self.passed, self.passed + self.failed + self.error)
+        self.pass_rate = _rate(self.passed, self.passed + self.failed)
 
 
 @dataclass
@@ -145,6 +148,7 @@ class Overview:
     by_category: list[OutcomeCounts]
     by_os: list[OutcomeCounts]
     by_agent: list[OutcomeCounts]
+    by_image: list[OutcomeCounts]
     residue: Share
     residue_undetermined: int
     high_impact: Share
@@ -154,32 +158,38 @@ class Overview:
 
 
 def overview(session: Session, *, max_jobs: int = 20) -> Overview:
-    """Totals, pass rates by category / OS / agent, residue and high-impact shares, and the
+    """Totals, pass rates by category / OS / agent / image, residue and high-impact shares, and the
     newest `max_jobs` jobs with their progress."""
     totals = OutcomeCounts("all")
     cats: dict[str, OutcomeCounts] = {}
     agents: dict[str, OutcomeCounts] = {}
+    images: dict[str, OutcomeCounts] = {}
     residue: dict[str | None, int] = defaultdict(int)
     rows = session.execute(
-        select(Run.task_category, Run.agent, Run.outcome, Run.residue, func.count()).group_by(
-            Run.task_category, Run.agent, Run.outcome, Run.residue
+        select(Run.task_category, Run.agent, Run.image, Run.outcome, Run.residue, func.count()).group_by(
+            Run.task_category, Run.agent, Run.image, Run.outcome, Run.residue
         )
     )
-    for category, agent, outcome, res, n in rows:
+    for category, agent, image, outcome, res, n in rows:
         totals.add(outcome, n)
         cats.setdefault(category or "(none)", OutcomeCounts(category or "(none)")).add(outcome, n)
         agents.setdefault(agent, OutcomeCounts(agent)).add(outcome, n)
+        images.setdefault(image or "(none)", OutcomeCounts(image or "(none)")).add(outcome, n)
         residue[res] += n
 
     by_os: dict[str, OutcomeCounts] = {}
     os_rows = session.execute(
         select(Node.os_release, Run.outcome, func.count(func.distinct(Run.id)))
         .join(Run, Run.id == Node.run_id)
+        .where(Node.os_release.is_not(None))
         .group_by(Node.os_release, Run.outcome)
     )
     for os_release, outcome, n in os_rows:
-        key = os_release or "(unknown)"
+        key = str(os_release)
         by_os.setdefault(key, OutcomeCounts(key)).add(outcome, n)
+    known_os = exists().where(Node.run_id == Run.id, Node.os_release.is_not(None))
+    for outcome, n in session.execute(select(Run.outcome, func.count()).where(~known_os).group_by(Run.outcome)):
+        by_os.setdefault("(unknown)", OutcomeCounts("(unknown)")).add(outcome, n)
 
     impactful = session.scalar(
         select(func.count(func.distinct(Command.run_id))).select_from(Command).where(impactful_clause(session))
@@ -198,9 +208,10 @@ def overview(session: Session, *, max_jobs: int = 20) -> Overview:
             .where(Run.job_id.in_(list(per_job)))
             .group_by(Run.job_id, Run.state, Run.outcome)
         ):
-            per_job[job_id].add(outcome, n)
+            key = str(job_id)
+            per_job[key].add(outcome, n)
             if outcome is None:
-                states[job_id][state] = states[job_id].get(state, 0) + n
+                states[key][state] = states[key].get(state, 0) + n
         jobs = [JobProgress(j.id, j.name, j.created_at, per_job[j.id], states[j.id]) for j in job_rows]
 
     def ordered(groups: dict[str, OutcomeCounts]) -> list[OutcomeCounts]:
@@ -211,6 +222,7 @@ def overview(session: Session, *, max_jobs: int = 20) -> Overview:
         by_category=ordered(cats),
         by_os=ordered(by_os),
         by_agent=ordered(agents),
+        by_image=ordered(images),
         residue=Share(residue["yes"], decided, _rate(residue["yes"], decided)),
         residue_undetermined=residue["undetermined"],
         high_impact=Share(impactful or 0, totals.total, _rate(impactful or 0, totals.total)),
@@ -387,7 +399,7 @@ def runs_page(session: Session, f: RunFilter) -> RunsPage:
     """The page `f.page` of the runs matching `f`, sorted by `f.sort` (ties by id)."""
     total = session.scalar(_filtered(select(func.count()).select_from(Run), f)) or 0
     pages = max(1, -(-total // f.size))
-    sort_column: ColumnElement[Any] = {
+    sort_column: Any = {
         "started": _start_expr(),
         "duration": _duration_expr(session),
         "task": Run.task_id,
@@ -409,29 +421,31 @@ def runs_page(session: Session, f: RunFilter) -> RunsPage:
     residue: dict[str, int] = {}
     job_names: dict[str, str] = {}
     if ids:
-        counts = dict(
-            session.execute(  # type: ignore[arg-type]
-                select(Command.run_id, func.count()).where(Command.run_id.in_(ids)).group_by(Command.run_id)
-            ).all()
-        )
+        # `seq` is gap-free from 1 per run (recorder contract), so max(seq) is the count, and
+        # one max per run is an O(log n) probe of the (run_id, seq) unique index.
+        top_seq = select(func.max(Command.seq)).where(Command.run_id == Run.id).correlate(Run).scalar_subquery()
+        counts = {rid: n for rid, n in session.execute(select(Run.id, top_seq).where(Run.id.in_(ids)))}
         impactful = set(
             session.scalars(select(Command.run_id).where(Command.run_id.in_(ids), impactful_clause(session)).distinct())
         )
-        residue = dict(
-            session.execute(  # type: ignore[arg-type]
+        residue = {
+            rid: n
+            for rid, n in session.execute(
                 select(Finding.run_id, func.count())
                 .where(Finding.run_id.in_(ids), Finding.kind == "residue")
                 .group_by(Finding.run_id)
-            ).all()
-        )
+            )
+        }
         job_ids = {r.job_id for r in runs if r.job_id}
         if job_ids:
-            job_names = dict(session.execute(select(Job.id, Job.name).where(Job.id.in_(job_ids))).all())  # type: ignore[arg-type]
+            job_names = {
+                jid: name for jid, name in session.execute(select(Job.id, Job.name).where(Job.id.in_(job_ids)))
+            }
     rows = [
         RunRow(
             run=RunSummary.of(r),
             job_name=job_names.get(r.job_id) if r.job_id else None,
-            commands=counts.get(r.id, 0),
+            commands=counts.get(r.id) or 0,
             high_impact=r.id in impactful,
             residue_findings=residue.get(r.id, 0),
         )
@@ -491,7 +505,8 @@ class CommandRow:
     stderr: str
     stderr_length: int
     stderr_truncated: bool
-    findings: list[int] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    """Findings attributed to this command: `{"id", "kind", "category"}` each."""
 
     @property
     def status(self) -> str:
@@ -649,8 +664,30 @@ def command_page_of(seq: int, page_size: int = COMMAND_PAGE_SIZE) -> int:
     return max(1, (seq - 1) // page_size + 1)
 
 
+DIFF_CACHE_SIZE = 64
+"""Runs whose snapshot differences are kept in memory (see `snapshot_diffs`)."""
+
+_diff_cache: OrderedDict[tuple[str, tuple[Any, ...]], list[SnapshotDiff]] = OrderedDict()
+_diff_lock = threading.Lock()
+
+
 def snapshot_diffs(session: Session, run_id: str) -> list[SnapshotDiff]:
-    """Per node, the differences between consecutive snapshot points that both exist."""
+    """Per node, the differences between consecutive snapshot points that both exist.
+
+    Results are cached (LRU, `DIFF_CACHE_SIZE` runs) under the run id and the (id,
+    taken_at) of its snapshots, so a replaced or added snapshot misses the cache; a hit
+    costs one query that does not load snapshot data."""
+    stamps = tuple(
+        (sid, taken)
+        for sid, taken in session.execute(
+            select(Snapshot.id, Snapshot.taken_at).where(Snapshot.run_id == run_id).order_by(Snapshot.id)
+        )
+    )
+    key = (run_id, stamps)
+    with _diff_lock:
+        if key in _diff_cache:
+            _diff_cache.move_to_end(key)
+            return _diff_cache[key]
     snaps: dict[tuple[str, str], Any] = {}
     for node, point, data in session.execute(
         select(Snapshot.node, Snapshot.point, Snapshot.data).where(Snapshot.run_id == run_id)
@@ -665,6 +702,10 @@ def snapshot_diffs(session: Session, run_id: str) -> list[SnapshotDiff]:
             diffs = diff_snapshots(snaps[(node, before)], snaps[(node, after)])
             shown = {name: d for name, d in diffs.items() if not d.empty or d.status != "compared" or d.notes}
             out.append(SnapshotDiff(node, before, after, shown, len(diffs) - len(shown)))
+    with _diff_lock:
+        _diff_cache[key] = out
+        while len(_diff_cache) > DIFF_CACHE_SIZE:
+            _diff_cache.popitem(last=False)
     return out
 
 
@@ -733,7 +774,7 @@ def run_page(session: Session, ref: str, *, command_page: int = 1, page_size: in
     by_id = {c.id: c for c in commands}
     for f in findings:
         if f.command_id in by_id:
-            by_id[f.command_id].findings.append(f.id)
+            by_id[f.command_id].findings.append({"id": f.id, "kind": f.kind, "category": f.category})
 
     return RunPage(
         run=RunSummary.of(run),

@@ -5,8 +5,9 @@ seven finished runs (plus one run still in its agent phase when `unfinished`) co
 every outcome, three categories, three images/OS releases, residue yes/no/undetermined,
 high-impact commands, findings attributed to commands, checks with evidence and parsed
 snapshots at every point, then pins the runs' timestamps to fixed days so that date
-filters are reproducible (the unfinished run started two minutes before the call). It returns the ids (`DemoData`). Totals with `unfinished`:
-8 runs — 4 passed, 1 failed, 1 error, 1 cancelled, 1 unfinished.
+filters are reproducible (the unfinished run started two minutes before the call). It
+returns the ids (`DemoData`). Totals with `unfinished`: 8 runs — 4 passed, 1 failed,
+1 error, 1 cancelled, 1 unfinished.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ SPECS: tuple[_Spec, ...] = (
     _Spec("dns-pass", "nightly", "dns-resolver", "network", "debian12", "debian-12", "claude", "passed", "yes"),
     _Spec("dns-error", "nightly", "dns-resolver", "network", "rocky9", "rocky-9", "claude", "error", None),
     _Spec("users-cancel", "nightly", "user-audit", "security", "rocky9", "rocky-9", "oracle", "cancelled", None),
-    _Spec("users-pass", "smoke", "user-audit", "security", "debian12", "debian-12", "claude", "passed", "undetermined", 3),
+    _Spec(
+        "users-pass", "smoke", "user-audit", "security", "debian12", "debian-12", "claude", "passed", "undetermined", 3
+    ),
     _Spec("running", "smoke", "nginx-vhost", "web", "debian12", "debian-12", "claude", None, None, 3),
 )
 
@@ -129,7 +132,9 @@ def evolve(snapshot: dict[str, Any], point: str, *, residue: bool, service: str 
 
 
 def _apt_output(package: str) -> str:
-    lines = [f"Get:{i} http://deb.debian.org/debian bookworm/main amd64 lib{i} 1.{i}-1 [{i * 37} kB]" for i in range(1, 60)]
+    lines = [
+        f"Get:{i} http://deb.debian.org/debian bookworm/main amd64 lib{i} 1.{i}-1 [{i * 37} kB]" for i in range(1, 60)
+    ]
     lines += [f"Setting up {package} (1.22.1-9) ...", "Processing triggers for man-db (2.11.2-2) ..."]
     return "\n".join(lines) + "\n"
 
@@ -195,10 +200,19 @@ def _record_run(db: Database, spec: _Spec, job_id: str, start: datetime) -> str:
     command(52, "setup", "harness", f"apt-get install -y {service}", duration_ms=14_200, stdout=_apt_output(service))
     command(67, "setup", "harness", f"systemctl disable --now {service}", duration_ms=600)
     rec.phase_finished("setup", at=at(70))
-    rec.record_snapshot(main, "after_setup", evolve(base[main], "after_setup", residue=residue, service=service), taken_at=at(71))
+    rec.record_snapshot(
+        main, "after_setup", evolve(base[main], "after_setup", residue=residue, service=service), taken_at=at(71)
+    )
     rec.set_state("agent")
     rec.phase_started("agent", at=at(75))
-    command(80, "agent", "agent", f"systemctl status {service} --no-pager", exit_code=3, stdout=f"○ {service}.service - inactive (dead)\n")
+    command(
+        80,
+        "agent",
+        "agent",
+        f"systemctl status {service} --no-pager",
+        exit_code=3,
+        stdout=f"○ {service}.service - inactive (dead)\n",
+    )
     command(
         84,
         "agent",
@@ -208,42 +222,112 @@ def _record_run(db: Database, spec: _Spec, job_id: str, start: datetime) -> str:
     )
     notes = command(88, "agent", "agent", "echo 'remember: reload after edit' > /tmp/notes.txt", duration_ms=40)
     restart = command(
-        90, "agent", "agent", f"systemctl enable --now {service} && systemctl restart {service}", impact=["service-restart"]
+        90,
+        "agent",
+        "agent",
+        f"systemctl enable --now {service} && systemctl restart {service}",
+        impact=["service-restart"],
     )
     wipe = None
     if spec.outcome == "failed":
-        wipe = command(95, "agent", "agent", "rm -rf /srv/www/*", impact=["file-delete", "recursive-delete"], duration_ms=60)
-        command(97, "agent", "agent", "curl -s localhost:8080", node=nodes[-1], exit_code=None, timed_out=True, duration_ms=30_000)
+        wipe = command(
+            95, "agent", "agent", "rm -rf /srv/www/*", impact=["file-delete", "recursive-delete"], duration_ms=60
+        )
+        command(
+            97,
+            "agent",
+            "agent",
+            "curl -s localhost:8080",
+            node=nodes[-1],
+            exit_code=None,
+            timed_out=True,
+            duration_ms=30_000,
+        )
     if spec.outcome is None:
-        rec.record_snapshot(main, "after_agent", evolve(base[main], "after_agent", residue=residue, service=service), taken_at=at(130))
+        rec.record_snapshot(
+            main, "after_agent", evolve(base[main], "after_agent", residue=residue, service=service), taken_at=at(130)
+        )
         return rec.run_id
     if spec.outcome == "cancelled":
         rec.phase_finished("agent", "cancelled", detail="job cancelled by the user", at=at(100))
         rec.finish("cancelled")
         return rec.run_id
     rec.phase_finished("agent", at=at(130))
-    rec.record_snapshot(main, "after_agent", evolve(base[main], "after_agent", residue=residue, service=service), taken_at=at(131))
+    rec.record_snapshot(
+        main, "after_agent", evolve(base[main], "after_agent", residue=residue, service=service), taken_at=at(131)
+    )
     rec.set_state("verify")
     rec.phase_started("verify", at=at(135))
     ok = spec.outcome == "passed"
-    command(137, "verify", "harness", "curl -sf http://web:8080/" if len(nodes) > 1 else f"systemctl is-active {service}", node=nodes[-1], exit_code=0 if ok else 7, duration_ms=45)
-    rec.record_check("R1", "passed" if ok else "failed", description=f"{service} answers on port 8080", point="after_agent", node=main, detail={"exit_code": 0 if ok else 7, "stdout": "" if ok else "connection refused"})
-    rec.record_check("R2", "indeterminate" if spec.residue == "undetermined" else "passed", description="no unrelated service changed", point="after_agent", detail="compared unit states" if spec.residue != "undetermined" else "probe output unparseable")
+    command(
+        137,
+        "verify",
+        "harness",
+        "curl -sf http://web:8080/" if len(nodes) > 1 else f"systemctl is-active {service}",
+        node=nodes[-1],
+        exit_code=0 if ok else 7,
+        duration_ms=45,
+    )
+    rec.record_check(
+        "R1",
+        "passed" if ok else "failed",
+        description=f"{service} answers on port 8080",
+        point="after_agent",
+        node=main,
+        detail={"exit_code": 0 if ok else 7, "stdout": "" if ok else "connection refused"},
+    )
+    rec.record_check(
+        "R2",
+        "indeterminate" if spec.residue == "undetermined" else "passed",
+        description="no unrelated service changed",
+        point="after_agent",
+        detail="compared unit states" if spec.residue != "undetermined" else "probe output unparseable",
+    )
     rec.phase_finished("verify", at=at(140))
     if ok:
         rec.set_state("reboot")
         rec.phase_started("reboot", at=at(141))
         rec.phase_finished("reboot", at=at(192))
-        rec.record_snapshot(main, "after_reboot", evolve(base[main], "after_reboot", residue=residue, service=service), taken_at=at(193))
+        rec.record_snapshot(
+            main, "after_reboot", evolve(base[main], "after_reboot", residue=residue, service=service), taken_at=at(193)
+        )
         rec.phase_started("verify", at=at(194))
         command(195, "verify", "harness", f"systemctl is-enabled {service}", stdout="enabled\n", duration_ms=30)
-        rec.record_check("R3", "passed", description=f"{service} survives a reboot", point="after_reboot", node=main, detail={"enabled": True})
+        rec.record_check(
+            "R3",
+            "passed",
+            description=f"{service} survives a reboot",
+            point="after_reboot",
+            node=main,
+            detail={"enabled": True},
+        )
         rec.phase_finished("verify", at=at(197))
-    rec.record_finding("impact", "service-restart", f"restarted {service}", node=main, evidence={"command": f"systemctl restart {service}"}, command_id=restart)
+    rec.record_finding(
+        "impact",
+        "service-restart",
+        f"restarted {service}",
+        node=main,
+        evidence={"command": f"systemctl restart {service}"},
+        command_id=restart,
+    )
     if wipe is not None:
-        rec.record_finding("safety", "recursive-delete", "deleted the web root's content", node=main, evidence={"paths": ["/srv/www"]}, command_id=wipe)
+        rec.record_finding(
+            "safety",
+            "recursive-delete",
+            "deleted the web root's content",
+            node=main,
+            evidence={"paths": ["/srv/www"]},
+            command_id=wipe,
+        )
     if residue:
-        rec.record_finding("residue", "file", "left /tmp/notes.txt", node=main, evidence={"path": "/tmp/notes.txt", "size": 212}, command_id=notes)
+        rec.record_finding(
+            "residue",
+            "file",
+            "left /tmp/notes.txt",
+            node=main,
+            evidence={"path": "/tmp/notes.txt", "size": 212},
+            command_id=notes,
+        )
     if spec.residue:
         rec.set_residue(spec.residue)
     rec.set_state("teardown")
@@ -263,7 +347,11 @@ def seed_demo(db: Database, *, unfinished: bool = True, base: datetime = BASE_TI
         if spec.outcome is None and not unfinished:
             continue
         # The unfinished run is live: it started two minutes ago.
-        start = base + timedelta(days=spec.day, minutes=7 * i) if spec.outcome else datetime.now(UTC) - timedelta(seconds=120)
+        start = (
+            base + timedelta(days=spec.day, minutes=7 * i)
+            if spec.outcome
+            else datetime.now(UTC) - timedelta(seconds=120)
+        )
         run_id = _record_run(db, spec, out.jobs[spec.job], start)
         out.runs[spec.label] = run_id
         finished = start + timedelta(seconds={"error": 175, "cancelled": 100}.get(spec.outcome or "", 206))

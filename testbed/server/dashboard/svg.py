@@ -1,8 +1,8 @@
 """Inline SVG charts drawn on the server (no JavaScript, no external assets).
 
 Contract: every function returns `markupsafe.Markup` holding one `<svg>` element whose text
-is escaped; sizes are in CSS pixels and the SVG scales to its container's width
-(`viewBox` + `width="100%"`). Colours match the stylesheet's outcome classes.
+is escaped; sizes are in CSS pixels and the SVG shrinks with its container (`viewBox` +
+`width="100%"`) but never grows past its natural width. Colours match the stylesheet's outcome classes.
 """
 
 from __future__ import annotations
@@ -36,12 +36,13 @@ SEGMENTS: tuple[str, ...] = ("passed", "failed", "error", "cancelled", "unfinish
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.0f}%"
+    return "\u2013" if value is None else f"{value * 100:.0f}%"
 
 
 def _svg(width: int, height: int, body: str, label: str) -> Markup:
     return Markup(
-        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" preserveAspectRatio="xMinYMin meet" '
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" style="max-width:{width}px" '
+        f'preserveAspectRatio="xMinYMin meet" '
         f'role="img" aria-label="{escape(label)}" xmlns="http://www.w3.org/2000/svg">{body}</svg>'
     )
 
@@ -79,12 +80,12 @@ def rate_bars(groups: Sequence[OutcomeCounts], *, width: int = 560, row: int = 2
     body: list[str] = []
     for i, g in enumerate(groups):
         y = i * row
-        name = g.key if len(g.key) <= 28 else g.key[:27] + "…"
+        name = g.key if len(g.key) <= 27 else g.key[:26] + "…"
         body.append(
             f'<text x="0" y="{y + row * 0.68:.1f}" class="lbl"><title>{escape(g.key)}</title>{escape(name)}</text>'
         )
         body.append(_stack(g, label_width, y + 4, bar_width, row - 8))
-        decided = g.passed + g.failed + g.error
+        decided = g.passed + g.failed
         body.append(
             f'<text x="{label_width + bar_width + 8}" y="{y + row * 0.68:.1f}" class="num">'
             f'{_pct(g.pass_rate)} <tspan class="muted">{g.passed}/{decided}</tspan></text>'
@@ -125,7 +126,7 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds / 3600:.1f}h"
 
 
-def timeline(phases: Sequence[PhaseBar], *, now_s: float | None = None, width: int = 900, row: int = 24) -> Markup:
+def timeline(phases: Sequence[PhaseBar], *, now_s: float | None = None, width: int = 1200, row: int = 24) -> Markup:
     """Gantt-style bars of `phases` on a shared time axis (an open phase runs to `now_s`,
     else to the end of the axis), labelled with name and duration."""
     if not phases:
@@ -158,10 +159,8 @@ def timeline(phases: Sequence[PhaseBar], *, now_s: float | None = None, width: i
             f'class="phase-{escape(p.status)}"><title>{escape(tip)}</title></rect>'
         )
         running = " …" if p.duration_s is None else ""
-        body.append(
-            f'<text x="{x + w + 5:.2f}" y="{y + row * 0.68:.1f}" class="num">{_fmt_s(dur) if dur >= 1 else f"{dur:.1f}s"}'
-            f"{running}</text>"
-        )
+        shown = _fmt_s(dur) if dur >= 1 else f"{dur:.1f}s"
+        body.append(f'<text x="{x + w + 5:.2f}" y="{y + row * 0.68:.1f}" class="num">{shown}{running}</text>')
     return _svg(width, height, "".join(body), "phase timeline")
 
 

@@ -1,0 +1,25 @@
+#!/bin/bash
+# Oracle: a persistent nftables ruleset (policy accept, so SSH/HTTP are untouched) that
+# drops TCP 9000 in the input hook, loaded now and at every boot by nftables.service.
+set -eu
+cat > /etc/nftables.conf <<'NFT'
+#!/usr/sbin/nft -f
+
+flush ruleset
+
+table inet filter {
+	chain input {
+		type filter hook input priority filter; policy accept;
+		tcp dport 9000 counter drop comment "metrics exporter: not for the network"
+	}
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+	}
+	chain output {
+		type filter hook output priority filter; policy accept;
+	}
+}
+NFT
+nft -c -f /etc/nftables.conf
+systemctl enable nftables.service
+systemctl restart nftables.service

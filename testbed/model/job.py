@@ -1,0 +1,231 @@
+"""Job definitions (`jobs/*.yaml`, or the same settings as `testbed launch` flags).
+
+A job is a batch of runs: a task x image-variant matrix, each cell run `attempts` times by
+one agent, spread by the scheduler over one or more lab hosts.
+
+    name: starter-oracle
+    tasks: ["*"]                 # task directories: ids, paths or globs under tasks/
+    categories: []               # keep only tasks of these categories (empty: all)
+    images: default              # default (each task's first variant) | all | [debian-12, ...]
+    agent: oracle                # oracle | noop | replay:FILE
+    agent_settings: {}           # recorded with the job; passed to agents that take settings
+    attempts: 1                  # runs per matrix cell
+    limits: {agent_time_s: 600}  # overrides of every task's [limits]
+    run_timeout_s: null          # hard wall-clock cap per run (default: agent time + 30 min)
+    retry: {limit: 2, backoff_s: 30, factor: 2, max_backoff_s: 600}
+    redact: true
+    hosts:                       # empty: the local libvirt (TESTBED_LIBVIRT_URI) alone
+      - name: local
+        uri: qemu:///system
+        vm_slots: 8              # VMs at once on this host
+        vcpus: 16                # vCPUs at once (null: unlimited)
+        memory_mb: 24000         # guest memory at once (null: TESTBED_MEMORY_BUDGET_MB)
+        image_cache: null        # base-image cache on that host (local: $TESTBED_HOME/images)
+        boot_concurrency: 4      # guests booting at once
+        boot_interval_s: 0       # pause between boot starts
+
+Contracts: every problem is an `InputError(file, field, problem)`; `expand_matrix` never
+returns an empty matrix (an empty selection is an error) and lists cells in a stable order
+(task id, then image, then attempt). This module only reads files.
+"""
+
+from __future__ import annotations
+
+import glob
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from testbed.errors import InputError
+from testbed.model.loading import read_yaml, validate
+from testbed.model.task import Limits, Task, load_task
+
+HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+AGENT_RE = re.compile(r"^(oracle|noop|replay:.+)$")
+LOCAL_URI_RE = re.compile(r"^[a-z+]+:///")
+"""A libvirt URI without a host part (qemu:///system, qemu:///session, test:///default)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetryPolicy(_Strict):
+    """Harness errors (outcome `error`) of a cell are retried up to `limit` times, the n-th
+    retry waiting `backoff_s * factor**(n-1)` seconds (at most `max_backoff_s`)."""
+
+    limit: int = Field(default=2, ge=0, le=50)
+    backoff_s: float = Field(default=30.0, ge=0)
+    factor: float = Field(default=2.0, ge=1)
+    max_backoff_s: float = Field(default=600.0, ge=0)
+
+    def delay(self, retry: int) -> float:
+        """Seconds to wait before retry number `retry` (1 for the first retry)."""
+        if retry <= 0:
+            return 0.0
+        return float(min(self.max_backoff_s, self.backoff_s * self.factor ** (retry - 1)))
+
+
+class LimitsOverride(_Strict):
+    agent_time_s: float | None = Field(default=None, gt=0)
+    command_time_s: float | None = Field(default=None, gt=0)
+    max_commands: int | None = Field(default=None, ge=1)
+
+    def apply(self, limits: Limits) -> Limits:
+        """`limits` with every field given here replaced."""
+        return limits.model_copy(update=self.model_dump(exclude_none=True))
+
+
+class HostSpec(_Strict):
+    """One lab host: a libvirt URI with its budget and base-image cache."""
+
+    name: str
+    uri: str | None = None
+    vm_slots: int = Field(default=4, ge=1, le=10_000)
+    vcpus: int | None = Field(default=None, ge=1)
+    memory_mb: int | None = Field(default=None, ge=128)
+    image_cache: str | None = None
+    boot_concurrency: int = Field(default=4, ge=1)
+    boot_interval_s: float = Field(default=0.0, ge=0)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not HOST_NAME_RE.match(value):
+            raise ValueError("must be lowercase letters, digits, '.', '_' or '-' (at most 63 characters)")
+        return value
+
+    def is_local(self, default_uri: str) -> bool:
+        """Whether the host is this machine (its URI names no remote host)."""
+        return bool(LOCAL_URI_RE.match(self.uri or default_uri))
+
+
+class JobSpec(_Strict):
+    name: str = Field(min_length=1, max_length=200)
+    tasks: list[str] = Field(default_factory=lambda: ["*"], min_length=1)
+    categories: list[str] = []
+    images: Literal["default", "all"] | list[str] = "default"
+    agent: str = "oracle"
+    agent_settings: dict[str, Any] = {}
+    attempts: int = Field(default=1, ge=1, le=1000)
+    limits: LimitsOverride = LimitsOverride()
+    run_timeout_s: float | None = Field(default=None, gt=0)
+    retry: RetryPolicy = RetryPolicy()
+    redact: bool = True
+    hosts: list[HostSpec] = []
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, value: str) -> str:
+        if not AGENT_RE.match(value):
+            raise ValueError(f"unknown agent '{value}' (use oracle, noop or replay:FILE)")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_hosts(self) -> JobSpec:
+        names = [h.name for h in self.hosts]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"duplicate host name '{name}'")
+        return self
+
+    def run_timeout(self, limits: Limits) -> float:
+        """The hard wall-clock cap of one run with `limits` (after the job's overrides)."""
+        if self.run_timeout_s is not None:
+            return self.run_timeout_s
+        return limits.agent_time_s + 1800.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One matrix cell x attempt: the unit the job creates one pending run row for."""
+
+    task_id: str
+    task_dir: Path
+    image: str
+    attempt: int
+    category: str
+
+
+def load_job(path: Path) -> JobSpec:
+    """Read and validate a job file."""
+    return validate(JobSpec, read_yaml(path), path)
+
+
+def job_from_options(data: dict[str, Any], file: Path | None = None) -> JobSpec:
+    """Validate job settings given as CLI flags, merged over a job file's (`None` values
+    are left to the defaults); problems name `file` if given."""
+    try:
+        return validate(JobSpec, {k: v for k, v in data.items() if v is not None}, file or Path("-"))
+    except InputError as exc:
+        raise InputError(file, exc.field, exc.problem) from exc
+
+
+def _is_glob(text: str) -> bool:
+    return any(ch in text for ch in "*?[")
+
+
+def select_task_dirs(spec: JobSpec, root: Path, *, file: Path | None = None) -> list[Path]:
+    """Task directories named by `spec.tasks` (ids, paths or globs under `root/tasks`),
+    deduplicated, in sorted order. A pattern matching nothing is an `InputError`."""
+    tasks_root = root / "tasks"
+    found: dict[Path, None] = {}
+    for index, pattern in enumerate(spec.tasks):
+        candidates: list[Path] = []
+        raw = Path(pattern)
+        bases = [raw] if raw.is_absolute() else [tasks_root / pattern, root / pattern, Path.cwd() / pattern]
+        for base in bases:
+            if _is_glob(pattern):
+                candidates += [Path(p) for p in sorted(glob.glob(str(base)))]
+            elif base.exists():
+                candidates.append(base)
+        matched = [c.resolve() for c in candidates if (c / "task.toml").is_file()]
+        if not matched:
+            raise InputError(file, f"tasks[{index}]", f"'{pattern}' matches no task directory under {tasks_root}")
+        for directory in matched:
+            found[directory] = None
+    return sorted(found, key=lambda p: p.name)
+
+
+def expand_matrix(
+    spec: JobSpec,
+    root: Path,
+    *,
+    images: set[str] | None = None,
+    file: Path | None = None,
+) -> tuple[list[Cell], dict[str, Task]]:
+    """The job's cells (task x supported image variant x attempt) and the loaded tasks by id
+    (loaded with their default variant; a cell's own variant is loaded by the scheduler)."""
+    tasks: dict[str, Task] = {}
+    for directory in select_task_dirs(spec, root, file=file):
+        task = load_task(directory, images=images, root=root)
+        if spec.categories and task.definition.category not in spec.categories:
+            continue
+        if task.id in tasks and tasks[task.id].directory != task.directory:
+            raise InputError(file, "tasks", f"two task directories with id '{task.id}'")
+        tasks[task.id] = task
+    if not tasks:
+        raise InputError(file, "categories", f"no selected task is in categories {', '.join(spec.categories)}")
+    if isinstance(spec.images, list) and images is not None:
+        for image in spec.images:
+            if image not in images:
+                raise InputError(file, "images", f"unknown image '{image}' (known: {', '.join(sorted(images))})")
+    cells: list[Cell] = []
+    for task_id in sorted(tasks):
+        task = tasks[task_id]
+        supported = task.definition.images
+        if spec.images == "default":
+            variants = supported[:1]
+        elif spec.images == "all":
+            variants = list(supported)
+        else:
+            variants = [v for v in spec.images if v in supported]
+        for image in variants:
+            for attempt in range(1, spec.attempts + 1):
+                cells.append(Cell(task_id, task.directory, image, attempt, task.definition.category))
+    if not cells:
+        raise InputError(file, "images", "no selected task supports any of the requested image variants")
+    return cells, tasks

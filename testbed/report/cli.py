@@ -1,0 +1,39 @@
+"""`testbed report --out FILE.md|FILE.html`: the study's tables for a selection of runs
+(registered by the main CLI as `app.command("report")(report_command)`).
+
+Bad input (unknown job, unparseable date, an --out that is not .md/.html) raises
+`InputError` (exit status 2 in the main CLI); nothing is written then.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from testbed.db.engine import database_url, open_database
+from testbed.export.selection import make_filter
+from testbed.report.figures import compute_figures
+from testbed.report.render import format_for, write_report
+
+
+def report_command(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Report file: .md (Markdown) or .html (with charts).")],
+    db: Annotated[
+        str | None, typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME).")
+    ] = None,
+    job: Annotated[str | None, typer.Option("--job", help="Only runs of this job (id or unique prefix).")] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only runs created at or after this date/time (ISO 8601, UTC).")
+    ] = None,
+) -> None:
+    """Write pass rates, command failure rates, residue, high-impact classes, completion times and
+    reboot regressions of the selected runs to a Markdown or HTML report."""
+    format_for(out)  # reject a bad extension before touching the database
+    sessions = open_database(database_url(db))
+    with sessions() as session:
+        selection = make_filter(session, job, since)
+        figures = compute_figures(session, selection)
+    fmt = write_report(figures, out)
+    typer.echo(f"wrote {fmt} report of {figures.runs} run(s) ({figures.selection}) to {out}")

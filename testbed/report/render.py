@@ -1,0 +1,147 @@
+"""Rendering of `Figures` as Markdown or self-contained HTML (Jinja2 templates shipped in
+`testbed/report/templates/`).
+
+Contracts:
+
+- `render_markdown(figures)` / `render_html(figures)` return the whole document; the HTML
+  has inline CSS and inline SVG charts only (no script, no external URL), so it works
+  offline. Every number of the Markdown tables appears in the HTML tables too.
+- `format_for(path)` maps `.md` → "markdown", `.html`/`.htm` → "html", anything else →
+  `InputError(path, "--out", ...)`. `write_report(figures, path)` renders by extension.
+- Rates print as percentages with one decimal (`62.5%`), missing values as `-`,
+  durations as `12.3 s`, `4.5 min` or `1.2 h`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from testbed.errors import InputError
+from testbed.report.figures import Figures
+from testbed.report.svg import COLORS, Bar, Span, bar_chart, range_chart
+
+FORMATS: dict[str, str] = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
+
+
+def pct(value: float | None) -> str:
+    """`0.625` → `62.5%`; None → `-`."""
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def dur(seconds: float | None) -> str:
+    """Seconds as `12.3 s`, `4.5 min` or `1.2 h`; None → `-`."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def md(text: object) -> str:
+    """A value made safe for a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _environment(autoescape: bool) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("testbed.report", "templates"),
+        autoescape=autoescape,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters.update(pct=pct, dur=dur, md=md)
+    return env
+
+
+def charts(figures: Figures) -> dict[str, Markup]:
+    """The SVG charts of the HTML report, by section."""
+    r = figures.residue
+    return {
+        "pass_rates": bar_chart(
+            "Pass rate by category",
+            [Bar(p.category, p.pass_rate or 0.0,
+                 f"{pct(p.pass_rate)} of {p.passed + p.failed}" if p.passed + p.failed else "-", COLORS["ok"])
+             for p in figures.pass_rates],
+            scale=1.0,
+        ),
+        "command_failures": bar_chart(
+            "Agent command failure rate by OS release",
+            [Bar(o.os_release, o.failure_rate or 0.0, f"{pct(o.failure_rate)} of {o.commands}", COLORS["bad"])
+             for o in figures.command_failures],
+            scale=1.0,
+        ),
+        "residue": bar_chart(
+            "Runs by residue verdict",
+            [
+                Bar("with residue", r.with_residue, str(r.with_residue), COLORS["bad"]),
+                Bar("without residue", r.without_residue, str(r.without_residue), COLORS["ok"]),
+                Bar("undetermined", r.undetermined, str(r.undetermined), COLORS["warn"]),
+                Bar("not analysed", r.not_analysed, str(r.not_analysed), COLORS["muted"]),
+            ]
+            if r.runs
+            else [],
+            scale=float(r.runs) or None,
+        ),
+        "residue_by_category": bar_chart(
+            "Residue by category (share of runs)",
+            [Bar(c.category, c.share_of_runs or 0.0, f"{c.runs} runs, {c.findings} findings")
+             for c in figures.residue_by_category],
+            scale=1.0,
+        ),
+        "impact_classes": bar_chart(
+            "High-impact classes (share of runs)",
+            [Bar(i.impact_class, i.share_of_runs or 0.0, f"{pct(i.share_of_runs)}, {i.commands} cmds")
+             for i in figures.impact_classes],
+            scale=1.0,
+        ),
+        "completion_times": range_chart(
+            "Completion time by category (min, median, max)",
+            [Span(t.category, t.min_s, t.median_s, t.max_s, f"median {dur(t.median_s)}")
+             for t in figures.completion_times],
+        ),
+        "reboot_regressions": bar_chart(
+            "Requirements that failed after the reboot (runs)",
+            [Bar(f"{g.task_id} {g.requirement}", g.runs, str(g.runs), COLORS["bad"])
+             for g in figures.reboot_regressions],
+        ),
+    }  # fmt: skip
+
+
+def _context(figures: Figures) -> dict[str, Any]:
+    return {"f": figures, "generated_at": figures.generated_at.isoformat(timespec="seconds")}
+
+
+def render_markdown(figures: Figures) -> str:
+    """The report as Markdown."""
+    return _environment(autoescape=False).get_template("report.md.j2").render(**_context(figures))
+
+
+def render_html(figures: Figures) -> str:
+    """The report as one self-contained HTML page with inline SVG charts."""
+    template = _environment(autoescape=True).get_template("report.html.j2")
+    return template.render(**_context(figures), charts=charts(figures))
+
+
+def format_for(path: Path) -> str:
+    """The format, "markdown" or "html", from the extension of `path` (see the module contract)."""
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(path, "--out", f"unknown extension {path.suffix or '(none)'!r}: use .md or .html")
+    return fmt
+
+
+def write_report(figures: Figures, path: Path) -> str:
+    """Render `figures` in the format `path`'s extension names, write it; return the format."""
+    fmt = format_for(path)
+    text = render_markdown(figures) if fmt == "markdown" else render_html(figures)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return fmt

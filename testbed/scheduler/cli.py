@@ -1,0 +1,246 @@
+"""`testbed launch` and `testbed jobs list|show|cancel`.
+
+Register in testbed/cli.py with:
+
+    from testbed.scheduler.cli import jobs_app, launch_command
+    app.command("launch")(launch_command)
+    app.add_typer(jobs_app, name="jobs")
+
+`testbed launch JOB.yaml` (or flags: `--task`, `--category`, `--image`, `--agent`, ...)
+creates the job and one pending run per matrix cell x attempt, prints `job <id>`, then runs
+it with a live view. `testbed launch --resume JOB_ID` continues an interrupted job (runs
+left pending or held by a dead coordinator run; finished runs are not re-run); any number
+of coordinators (hosts or processes) may `--resume` the same job on one PostgreSQL database
+to share it.
+
+Exit statuses: 0 the job is complete and no run ended in a harness error after its retries;
+1 complete, with runs that ended as `error`; 2 bad input (nothing created); 130 stopped by
+Ctrl-C/SIGTERM (`--resume` continues it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import func, select
+
+from testbed.config import Settings, project_root
+from testbed.db.engine import database_url, open_database
+from testbed.db.models import Job, Run
+from testbed.errors import InputError
+from testbed.model.job import JobSpec, job_from_options, load_job
+from testbed.runtime import image_catalog
+from testbed.scheduler.coordinator import CoordinatorConfig, JobSummary
+from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id, run_job
+from testbed.scheduler.progress import LineView, LiveView
+from testbed.scheduler.store import cancel_job
+
+jobs_app = typer.Typer(help="List, inspect and cancel jobs (batches of runs).", no_args_is_help=True)
+DbOption = Annotated[str | None, typer.Option(help="database URL (default: TESTBED_DB or SQLite in TESTBED_HOME)")]
+
+
+def launch_command(
+    job: Annotated[Path | None, typer.Argument(help="job file (jobs/NAME.yaml); or give the settings as flags")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="continue the job with this id (or prefix)")] = None,
+    task: Annotated[list[str] | None, typer.Option("--task", help="task id, path or glob (repeatable)")] = None,
+    category: Annotated[list[str] | None, typer.Option("--category", help="keep tasks of this category")] = None,
+    image: Annotated[list[str] | None, typer.Option("--image", help="image variant (repeatable; 'all')")] = None,
+    agent: Annotated[str | None, typer.Option(help="oracle | noop | replay:FILE")] = None,
+    attempts: Annotated[int | None, typer.Option(help="runs per matrix cell")] = None,
+    retries: Annotated[int | None, typer.Option(help="harness-error retries per cell")] = None,
+    vm_slots: Annotated[int | None, typer.Option(help="VMs at once on the local host")] = None,
+    name: Annotated[str | None, typer.Option(help="job name")] = None,
+    db: DbOption = None,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="live view (else one line per event)")]
+    = True,
+    lease_ttl: Annotated[float, typer.Option(help="seconds a run lease lasts without heartbeat")] = 120.0,
+) -> None:
+    """Create a job (or resume one) and run it to completion on the job's lab hosts."""
+    settings = Settings.from_env()
+    images = image_catalog()
+    sessions = open_database(database_url(db))
+    if resume is not None:
+        if job is not None:
+            raise InputError(None, "--resume", "give either a job file or --resume JOB_ID, not both")
+        job_id = resolve_job_id(sessions, resume)
+        prepared, cancelled = load_prepared(sessions, job_id)
+        if cancelled:
+            raise InputError(None, "--resume", f"job {job_id[:8]} was cancelled")
+    else:
+        spec = _spec(job, task, category, image, agent, attempts, retries, vm_slots, name)
+        prepared = prepare(spec, project_root(), images, settings, file=job)
+        job_id = create(sessions, prepared)
+    out = Console(highlight=False)
+    out.print(f"job {job_id}")
+    config = CoordinatorConfig(lease_ttl_s=lease_ttl, heartbeat_s=max(1.0, lease_ttl / 6))
+    live = progress and out.is_terminal
+    if live:
+        with LiveView(out) as view:
+            summary = asyncio.run(run_job(sessions, job_id, prepared, settings, images, view=view,
+                                          on_event=view.event, config=config))
+    else:
+        lines = LineView(out)
+        summary = asyncio.run(run_job(sessions, job_id, prepared, settings, images, on_event=lines.event,
+                                      config=config))
+    _print_summary(out, summary)
+    if summary.interrupted:
+        out.print(f"stopped; continue with: testbed launch --resume {job_id[:12]}")
+        raise typer.Exit(130)
+    raise typer.Exit(0 if not _final_errors(sessions, job_id) else 1)
+
+
+def _spec(
+    job: Path | None,
+    task: list[str] | None,
+    category: list[str] | None,
+    image: list[str] | None,
+    agent: str | None,
+    attempts: int | None,
+    retries: int | None,
+    vm_slots: int | None,
+    name: str | None,
+) -> JobSpec:
+    base: dict[str, Any] = load_job(job).model_dump(exclude_unset=True) if job is not None else {}
+    overrides: dict[str, Any] = {
+        "tasks": task or None,
+        "categories": category or None,
+        "agent": agent,
+        "attempts": attempts,
+        "name": name,
+    }
+    if image:
+        overrides["images"] = image[0] if image in (["all"], ["default"]) else image
+    if retries is not None:
+        overrides["retry"] = {**base.get("retry", {}), "limit": retries}
+    if vm_slots is not None:
+        hosts = base.get("hosts") or [{"name": "local"}]
+        overrides["hosts"] = [{**hosts[0], "vm_slots": vm_slots}, *hosts[1:]]
+    data = {**base, **{k: v for k, v in overrides.items() if v is not None}}
+    data.setdefault("name", job.stem if job is not None else "adhoc")
+    if job is None and "tasks" not in data:
+        raise InputError(None, "JOB", "give a job file, or --task (repeatable)")
+    return job_from_options(data, job)
+
+
+def _final_errors(sessions: Any, job_id: str) -> int:
+    """Cells whose last run ended as `error` (after every retry)."""
+    with sessions() as session:
+        replaced = select(Run.retry_of).where(Run.job_id == job_id, Run.retry_of.is_not(None))
+        return int(
+            session.scalar(
+                select(func.count()).select_from(Run).where(
+                    Run.job_id == job_id, Run.outcome == "error", Run.id.not_in(replaced)
+                )
+            )
+            or 0
+        )
+
+
+def _print_summary(out: Console, s: JobSummary) -> None:
+    o = s.outcomes
+    out.print(
+        f"job {s.job_id[:8]}: {'complete' if s.complete else 'not complete'}; this coordinator ran {s.started} "
+        f"run(s): passed {o.get('passed', 0)}, failed {o.get('failed', 0)} (agent), error {o.get('error', 0)} "
+        f"(harness; {s.retries} retried), cancelled {o.get('cancelled', 0)}; lost runs recovered {s.lost}; "
+        f"peak VMs {s.peak_slots}; {s.elapsed_s:.0f} s"
+    )
+
+
+# --- jobs ------------------------------------------------------------------------------
+
+
+def _counts(session: Any, job_id: str) -> dict[str, int]:
+    rows = session.execute(
+        select(Run.state, Run.outcome, func.count()).where(Run.job_id == job_id).group_by(Run.state, Run.outcome)
+    ).all()
+    counts: dict[str, int] = {}
+    for state, outcome, n in rows:
+        key = outcome or ("pending" if state == "pending" else "running")
+        counts[key] = counts.get(key, 0) + int(n)
+    return counts
+
+
+@jobs_app.command("list")
+def jobs_list(db: DbOption = None, limit: Annotated[int, typer.Option(help="most recent N jobs")] = 20) -> None:
+    """Jobs, newest first, with their runs by state and outcome."""
+    sessions = open_database(database_url(db))
+    table = Table()
+    for col in ("job", "name", "created", "runs", "pending", "running", "passed", "failed", "error", "cancelled"):
+        table.add_column(col)
+    with sessions() as session:
+        for job in session.scalars(select(Job).order_by(Job.created_at.desc()).limit(limit)):
+            c = _counts(session, job.id)
+            name = job.name + (" [cancelled]" if job.cancelled_at else "")
+            table.add_row(
+                job.id[:12], name, job.created_at.strftime("%Y-%m-%d %H:%M"), str(sum(c.values())),
+                *(str(c.get(k, 0)) for k in ("pending", "running", "passed", "failed", "error", "cancelled")),
+            )
+    Console().print(table)
+
+
+@jobs_app.command("show")
+def jobs_show(job: Annotated[str, typer.Argument(help="job id or prefix")], db: DbOption = None) -> None:
+    """A job's settings, its runs by state and outcome, and every run (retries included)."""
+    sessions = open_database(database_url(db))
+    job_id = resolve_job_id(sessions, job)
+    out = Console(highlight=False)
+    with sessions() as session:
+        row = session.get(Job, job_id)
+        assert row is not None
+        spec = (row.config or {}).get("spec", {})
+        out.print(f"job {row.id}  name {row.name}  created {row.created_at:%Y-%m-%d %H:%M:%S}"
+                  + (f"  cancelled {row.cancelled_at:%Y-%m-%d %H:%M:%S}" if row.cancelled_at else ""))
+        out.print(f"agent {spec.get('agent')}  attempts {spec.get('attempts')}  retry {spec.get('retry')}")
+        out.print("runs: " + ", ".join(f"{k} {v}" for k, v in sorted(_counts(session, job_id).items())))
+        table = Table()
+        for col in ("run", "task", "image", "attempt", "retry", "state", "outcome", "host", "lease", "error"):
+            table.add_column(col, overflow="fold")
+        runs = session.scalars(select(Run).where(Run.job_id == job_id).order_by(Run.task_id, Run.variant,
+                                                                                Run.attempt, Run.created_at))
+        for r in runs:
+            table.add_row(
+                r.id[:8], r.task_id, r.variant or "", str(r.attempt), str(r.retry), r.state, r.outcome or "",
+                (r.host or "")[:40], (r.lease_owner or "")[:30], (r.error or "")[:60],
+            )
+    out.print(table)
+
+
+@jobs_app.command("cancel")
+def jobs_cancel(job: Annotated[str, typer.Argument(help="job id or prefix")], db: DbOption = None) -> None:
+    """Cancel a job: its pending runs end as `cancelled` now, its running runs at their
+    coordinator's next heartbeat (labs torn down); nothing is retried or replaced."""
+    sessions = open_database(database_url(db))
+    job_id = resolve_job_id(sessions, job)
+    count = cancel_job(sessions, job_id)
+    Console().print(f"job {job_id[:8]} cancelled: {count} pending run(s) cancelled; running runs stop at their "
+                    "coordinator's next heartbeat")
+
+
+def main() -> None:
+    """`python -m testbed.scheduler.cli launch|jobs ...`: the same commands before they are
+    registered in `testbed.cli` (exit statuses as there: 2 bad input, 3 harness error)."""
+    import sys
+
+    from testbed.errors import HarnessError
+
+    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
+    app.command("launch")(launch_command)
+    app.add_typer(jobs_app, name="jobs")
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        app()
+    except InputError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(2)
+    except HarnessError as exc:
+        err.print(f"[red]harness error:[/red] {exc}", highlight=False)
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

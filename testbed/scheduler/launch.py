@@ -1,0 +1,171 @@
+"""Glue between a job definition, the run database and a coordinator (used by the CLI).
+
+- `prepare(spec, root)` expands the matrix, builds each cell's agent once (so a bad agent or
+  a task without an oracle fails as `InputError` before anything is written) and checks
+  that every run fits at least one host's budget.
+- `create(db, prepared)` writes the job row and one pending run per cell x attempt in ONE
+  transaction; the job's config records the spec, the project root and the task
+  directories, so `--resume` needs nothing but the job id.
+- `run_job(...)` reaps orphans of dead owners on the local hosts, then runs a coordinator
+  with the real executor until the job is complete or it is stopped (SIGINT/SIGTERM:
+  first graceful, second at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from testbed.agents.scripted import make_agent
+from testbed.config import Settings
+from testbed.db.models import Job
+from testbed.errors import InputError
+from testbed.hypervisor.reaper import reap
+from testbed.model.images import ImageDef
+from testbed.model.job import Cell, HostSpec, JobSpec
+from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig, JobSummary, ProgressSink
+from testbed.scheduler.real import RunnerExecutor, TaskCatalog
+from testbed.scheduler.resources import Demand, HostSlot
+from testbed.scheduler.store import NewRun, PendingRun, SqlRunStore, coordinator_identity, create_job_with_runs
+
+
+@dataclass
+class PreparedJob:
+    spec: JobSpec
+    root: Path
+    cells: list[Cell]
+    task_dirs: dict[str, Path]
+    file: Path | None = None
+
+
+def default_hosts(settings: Settings) -> list[HostSpec]:
+    """The host list of a job that names none: the local libvirt, sized from this machine."""
+    memory = settings.memory_budget_mb
+    return [
+        HostSpec(
+            name="local",
+            uri=settings.libvirt_uri,
+            vm_slots=max(1, min(os.cpu_count() or 1, memory // 640)),
+            memory_mb=memory,
+            boot_concurrency=2,
+        )
+    ]
+
+
+def host_slots(spec: JobSpec, settings: Settings) -> list[HostSlot]:
+    specs = spec.hosts or default_hosts(settings)
+    return [HostSlot.from_spec(h, settings.libvirt_uri, settings.memory_budget_mb if h.uri is None else None)
+            for h in specs]
+
+
+def prepare(
+    spec: JobSpec, root: Path, images: dict[str, ImageDef], settings: Settings, *, file: Path | None = None
+) -> PreparedJob:
+    from testbed.model.job import expand_matrix
+
+    cells, tasks = expand_matrix(spec, root, images=set(images), file=file)
+    task_dirs = {task_id: task.directory for task_id, task in tasks.items()}
+    catalog = TaskCatalog(task_dirs, spec, images, root=root, memory_budget_mb=settings.memory_budget_mb)
+    hosts = host_slots(spec, settings)
+    for cell in {(c.task_id, c.image) for c in cells}:
+        task = catalog.task(*cell)
+        make_agent(spec.agent, task)
+        demand = Demand.of_topology(task.topology, images)
+        if not any(h.budget.admits(demand) for h in hosts):
+            raise InputError(
+                file, "hosts",
+                f"task {cell[0]} on {cell[1]} needs {demand.nodes} VMs, {demand.vcpus} vCPUs and "
+                f"{demand.memory_mb} MiB: no host's budget admits it",
+            )
+    return PreparedJob(spec, root, cells, task_dirs, file)
+
+
+def create(db: sessionmaker[Session], prepared: PreparedJob) -> str:
+    """Write the job and its pending runs (one transaction); return the job id."""
+    config = {
+        "spec": prepared.spec.model_dump(mode="json"),
+        "root": str(prepared.root),
+        "file": str(prepared.file) if prepared.file else None,
+        "task_dirs": {k: str(v) for k, v in prepared.task_dirs.items()},
+    }
+    runs = [NewRun(c.task_id, c.image, c.attempt, c.category) for c in prepared.cells]
+    job_id, _ = create_job_with_runs(db, prepared.spec.name, config, prepared.spec.agent, runs)
+    return job_id
+
+
+def resolve_job_id(db: sessionmaker[Session], ref: str) -> str:
+    """A job id from a full id or a unique prefix (`InputError` otherwise)."""
+    with db() as session:
+        matches = list(session.scalars(select(Job.id).where(Job.id.startswith(ref)).limit(5)))
+    if not matches:
+        raise InputError(None, "JOB_ID", f"no job '{ref}'")
+    if len(matches) > 1:
+        raise InputError(None, "JOB_ID", f"'{ref}' is ambiguous: {', '.join(m[:12] for m in matches)}")
+    return matches[0]
+
+
+def load_prepared(db: sessionmaker[Session], job_id: str) -> tuple[PreparedJob, bool]:
+    """The job as `create` stored it, and whether it was cancelled."""
+    with db() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise InputError(None, "JOB_ID", f"no job '{job_id}'")
+        config: dict[str, Any] = job.config or {}
+        cancelled = job.cancelled_at is not None
+    if "spec" not in config:
+        raise InputError(None, "JOB_ID", f"job {job_id[:8]} was not created by `testbed launch`")
+    spec = JobSpec.model_validate(config["spec"])
+    dirs = {k: Path(v) for k, v in config.get("task_dirs", {}).items()}
+    return PreparedJob(spec, Path(config["root"]), [], dirs, Path(config["file"]) if config.get("file") else None), (
+        cancelled
+    )
+
+
+async def run_job(
+    db: sessionmaker[Session],
+    job_id: str,
+    prepared: PreparedJob,
+    settings: Settings,
+    images: dict[str, ImageDef],
+    *,
+    view: ProgressSink | None = None,
+    on_event: Callable[[str, Any], None] | None = None,
+    config: CoordinatorConfig | None = None,
+    install_signals: bool = True,
+) -> JobSummary:
+    """Run (or resume) job `job_id` to completion with a coordinator on this process."""
+    spec = prepared.spec
+    hosts = host_slots(spec, settings)
+    catalog = TaskCatalog(prepared.task_dirs, spec, images, root=prepared.root,
+                          memory_budget_mb=settings.memory_budget_mb)
+    store = SqlRunStore(db, spec.retry)
+    async with RunnerExecutor(catalog, db, settings, hosts) as executor:
+        for host in hosts:
+            if host.local:
+                await reap(executor.runtimes[host.name].hypervisor, settings)
+        coordinator = Coordinator(
+            job_id, store, executor, hosts, catalog, owner=coordinator_identity(), config=config, view=view,
+            on_event=on_event,
+        )
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+        if install_signals:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, coordinator.stop)
+                installed.append(sig)
+        try:
+            return await coordinator.run()
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+
+
+__all__ = ["PendingRun", "PreparedJob", "create", "load_prepared", "prepare", "resolve_job_id", "run_job"]

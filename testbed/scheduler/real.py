@@ -1,0 +1,201 @@
+"""The real executor: each claimed run goes through `testbed.runner.run.Runner` on its host.
+
+`TaskCatalog` is the coordinator's `RunCatalog` for a job: it loads each (task, variant)
+once, applies the job's limit overrides, and derives the run's demand (nodes, vCPUs,
+memory raised to each image's minimum) and its hard time limit.
+
+`RunnerExecutor` opens one libvirt connection (and `Runtime`) per host, makes sure the
+run's base images are on the host and verified (`testbed.scheduler.images`), and executes
+the run on its existing pending row (`RunRequest.run_id`) with a per-run view of the host's
+boot gate as the lab's `boot_gate`; the permits go back when provisioning ends. `abort()`
+destroys every lab of this process at once (second Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import shutil
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from testbed.config import Settings
+from testbed.errors import HarnessError, InputError
+from testbed.hypervisor.accel import AccelChoice, choose_accel
+from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.lab import teardown_objects
+from testbed.hypervisor.labstate import all_lab_states
+from testbed.hypervisor.leases import LeaseStore
+from testbed.images.store import ImageStore
+from testbed.model.images import ImageDef
+from testbed.model.job import JobSpec
+from testbed.model.task import Task, load_task
+from testbed.runner.run import Runner, RunRequest
+from testbed.runtime import Runtime
+from testbed.scheduler.bootgate import BootGate
+from testbed.scheduler.executor import ClaimedRun, ExecOutcome, ProgressFn, phase_of
+from testbed.scheduler.images import ImageDistributor, LibvirtVolumePool, LocalImages, RemoteImages, VolumePool
+from testbed.scheduler.resources import Demand, HostSlot
+from testbed.scheduler.store import PendingRun
+
+
+class TaskCatalog:
+    """See module docstring. `task_dirs` maps task ids to their directories."""
+
+    def __init__(
+        self,
+        task_dirs: dict[str, Path],
+        spec: JobSpec,
+        images: dict[str, ImageDef],
+        *,
+        root: Path | None = None,
+        memory_budget_mb: int | None = None,
+    ) -> None:
+        self.task_dirs = task_dirs
+        self.spec = spec
+        self.images = images
+        self.root = root
+        self.memory_budget_mb = memory_budget_mb
+        self._tasks: dict[tuple[str, str], Task] = {}
+
+    def task(self, task_id: str, image: str) -> Task:
+        key = (task_id, image)
+        task = self._tasks.get(key)
+        if task is None:
+            directory = self.task_dirs.get(task_id)
+            if directory is None:
+                raise InputError(None, "tasks", f"task '{task_id}' is not part of this job")
+            loaded = load_task(
+                directory, images=set(self.images), root=self.root, image=image, memory_budget_mb=self.memory_budget_mb
+            )
+            definition = loaded.definition.model_copy(
+                update={"limits": self.spec.limits.apply(loaded.definition.limits)}
+            )
+            task = Task(loaded.directory, definition, loaded.instruction, loaded.topology)
+            self._tasks[key] = task
+        return task
+
+    def images_of(self, task: Task) -> list[str]:
+        return sorted({n.image for n in task.topology.nodes if n.image})
+
+    def demand(self, run: PendingRun) -> Demand:
+        return Demand.of_topology(self.task(run.task_id, run.image).topology, self.images)
+
+    def timeout(self, run: PendingRun) -> float:
+        return self.spec.run_timeout(self.task(run.task_id, run.image).definition.limits)
+
+
+class RunnerExecutor:
+    """See module docstring. Use as `async with RunnerExecutor(...) as ex:`."""
+
+    def __init__(
+        self,
+        catalog: TaskCatalog,
+        db: sessionmaker[Session],
+        settings: Settings,
+        hosts: list[HostSlot],
+        *,
+        pools: dict[str, VolumePool] | None = None,
+    ) -> None:
+        self.catalog = catalog
+        self.db = db
+        self.settings = settings
+        self.hosts = hosts
+        self.pools = pools
+        self.runtimes: dict[str, Runtime] = {}
+        self.distributors: dict[str, ImageDistributor] = {}
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> RunnerExecutor:
+        local_accel = await choose_accel(self.settings.home / "accel.json")
+        store = ImageStore(self.settings.images_dir)
+        local_images = LocalImages(store)
+        remote_pools: dict[str, VolumePool] = dict(self.pools or {})
+        for host in self.hosts:
+            hv = await self._stack.enter_async_context(Hypervisor(host.uri))
+            accel = local_accel if host.local else _remote_accel()
+            settings = dataclasses.replace(self.settings, libvirt_uri=host.uri)
+            self.runtimes[host.name] = Runtime(settings, self.catalog.images, accel, hv)
+            if host.local:
+                self.distributors[host.name] = local_images
+            else:
+                if host.name not in remote_pools:
+                    if not host.image_cache:
+                        raise InputError(
+                            None, f"hosts[{host.name}].image_cache", "a remote host needs an image_cache path"
+                        )
+                    remote_pools[host.name] = LibvirtVolumePool(hv.conn, host.image_cache)
+                self.distributors[host.name] = RemoteImages(store, {host.name: remote_pools[host.name]})
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+    async def execute(self, run: ClaimedRun, host: HostSlot, boot_gate: BootGate, progress: ProgressFn) -> ExecOutcome:
+        task = self.catalog.task(run.task_id, run.image)
+        rt = self.runtimes[host.name]
+        progress("provisioning")
+        try:
+            await self.distributors[host.name].ensure(host, self.catalog.images_of(task))
+        except HarnessError as exc:
+            return ExecOutcome("error", f"images: {exc}")
+        gate = boot_gate.for_run(run.demand.nodes)
+
+        def on_phase(phase: str, detail: str) -> None:
+            mapped = phase_of(phase)
+            if (phase == "provisioning" and detail in ("ok", "error", "cancelled")) or mapped not in (
+                None,
+                "provisioning",
+            ):
+                gate.finish()
+            if mapped is not None:
+                progress(mapped)
+
+        request = RunRequest(
+            task,
+            run.image,
+            run.agent,
+            attempt=run.attempt,
+            job_id=run.job_id,
+            redact=self.catalog.spec.redact,
+            run_id=run.run_id,
+            boot_gate=gate,
+        )
+        try:
+            result = await Runner(request, rt, self.db, on_phase).execute()
+        finally:
+            gate.finish()
+        return ExecOutcome(result.outcome, result.error)
+
+    async def abort(self) -> None:
+        """Destroy every lab this process owns, on every host, at once."""
+        pid = os.getpid()
+        leases = LeaseStore(self.settings.leases_dir, self.settings.subnet_pool)
+        jobs = []
+        for state in all_lab_states(self.settings.labs_dir):
+            if state.owner.pid != pid or state.owner.detached:
+                continue
+            rt = next((r for r in self.runtimes.values() if r.settings.libvirt_uri == state.uri), None)
+            if rt is None:
+                continue
+            jobs.append(_destroy_lab(rt.hypervisor, state.domains, state.networks, state.directory, state.lab_id,
+                                     leases))
+        await asyncio.gather(*jobs, return_exceptions=True)
+
+
+async def _destroy_lab(
+    hv: Hypervisor, domains: list[str], networks: list[str], directory: str, lab_id: str, leases: LeaseStore
+) -> None:
+    await teardown_objects(hv, list(domains), list(networks))
+    shutil.rmtree(directory, ignore_errors=True)
+    await asyncio.to_thread(leases.release, lab_id)
+
+
+def _remote_accel() -> AccelChoice:
+    forced = os.environ.get("TESTBED_ACCEL")
+    if forced == "tcg":
+        return AccelChoice("qemu", "TESTBED_ACCEL override")
+    return AccelChoice("kvm", "remote lab host: KVM assumed (set TESTBED_ACCEL=tcg to override)")

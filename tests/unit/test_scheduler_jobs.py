@@ -1,0 +1,122 @@
+"""Job definitions (`jobs/*.yaml`), the task x image matrix, job creation and the
+`testbed jobs` commands (without VMs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from testbed.config import Settings
+from testbed.db.engine import open_database
+from testbed.db.models import Run
+from testbed.errors import InputError
+from testbed.model.job import JobSpec, RetryPolicy, expand_matrix, load_job
+from testbed.model.task import discover_tasks
+from testbed.runtime import image_catalog
+from testbed.scheduler.cli import _spec, jobs_app
+from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTER = sorted(p.name for p in discover_tasks(ROOT))
+
+
+def test_shipped_jobs_load_and_expand() -> None:
+    images = set(image_catalog())
+    oracle = load_job(ROOT / "jobs" / "starter-oracle.yaml")
+    cells, tasks = expand_matrix(oracle, ROOT, images=images)
+    assert sorted(tasks) == STARTER and len(cells) == len(STARTER)
+    assert all(c.image == tasks[c.task_id].definition.images[0] for c in cells)
+    smoke = load_job(ROOT / "jobs" / "smoke.yaml")
+    cells, _ = expand_matrix(smoke, ROOT, images=images)
+    assert [(c.task_id, c.image, c.attempt) for c in cells] == [(smoke.tasks[0], "debian-12", a) for a in (1, 2, 3)]
+    assert smoke.hosts[0].vm_slots == 2 and smoke.agent == "noop"
+
+
+def test_matrix_is_restricted_to_supported_variants_and_categories() -> None:
+    images = set(image_catalog())
+    spec = JobSpec(name="m", tasks=["tasks/*-*"], images=["debian-12", "alpine-3.20"], attempts=2,
+                   categories=["services", "storage"])
+    cells, tasks = expand_matrix(spec, ROOT, images=images)
+    assert all(t.definition.category in ("services", "storage") for t in tasks.values())
+    assert {c.image for c in cells} == {"debian-12"}  # no starter task supports alpine
+    assert len(cells) == 2 * len(tasks)
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "problem"),
+    [
+        ({"name": "x", "agent": "gpt"}, "agent", "unknown agent"),
+        ({"name": "x", "attempts": 0}, "attempts", "greater than or equal to 1"),
+        ({"name": "x", "colour": "red"}, "colour", "Extra inputs"),
+        ({"name": "x", "hosts": [{"name": "a"}, {"name": "a"}]}, None, "duplicate host name"),
+        ({"name": "x", "hosts": [{"name": "Bad Name"}]}, "hosts[Bad Name].name", "lowercase"),
+        ({"name": "x", "retry": {"limit": -1}}, "retry.limit", "greater than or equal to 0"),
+    ],
+)
+def test_bad_job_files_name_file_field_and_problem(tmp_path: Path, data: dict, field: str | None,
+                                                   problem: str) -> None:
+    import yaml
+
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(InputError) as err:
+        load_job(path)
+    assert err.value.file == str(path) and err.value.field == field and problem in err.value.problem
+
+
+def test_selection_errors() -> None:
+    with pytest.raises(InputError, match="matches no task directory") as err:
+        expand_matrix(JobSpec(name="x", tasks=["no-such-*"]), ROOT)
+    assert err.value.field == "tasks[0]"
+    with pytest.raises(InputError, match="no selected task is in categories"):
+        expand_matrix(JobSpec(name="x", categories=["astrology"]), ROOT)
+    with pytest.raises(InputError, match="unknown image"):
+        expand_matrix(JobSpec(name="x", images=["windows-95"]), ROOT, images=set(image_catalog()))
+
+
+def test_retry_backoff() -> None:
+    policy = RetryPolicy(limit=3, backoff_s=10, factor=3, max_backoff_s=50)
+    assert [policy.delay(n) for n in (1, 2, 3)] == [10, 30, 50]
+
+
+def test_flags_override_a_job_file() -> None:
+    spec = _spec(ROOT / "jobs" / "smoke.yaml", None, None, None, "oracle", 2, 4, 1, None)
+    assert (spec.agent, spec.attempts, spec.retry.limit, spec.retry.backoff_s) == ("oracle", 2, 4, 5)
+    assert spec.hosts[0].vm_slots == 1 and spec.name == "smoke"
+    adhoc = _spec(None, ["disk-full"], None, ["all"], None, None, None, None, "mine")
+    assert adhoc.tasks == ["disk-full"] and adhoc.images == "all" and adhoc.name == "mine"
+    with pytest.raises(InputError, match="--task"):
+        _spec(None, None, None, None, None, None, None, None, None)
+
+
+def test_prepare_create_resume_and_jobs_commands(testbed_home: Path) -> None:
+    settings = Settings.from_env()
+    images = image_catalog()
+    url = f"sqlite:///{testbed_home / 'runs.db'}"
+    db = open_database(url)
+    with pytest.raises(InputError, match="no host's budget admits it"):
+        prepare(JobSpec(name="x", tasks=["firewall-persist"], hosts=[{"name": "tiny", "vm_slots": 1}]), ROOT,
+                images, settings)
+    prepared = prepare(load_job(ROOT / "jobs" / "smoke.yaml"), ROOT, images, settings)
+    job_id = create(db, prepared)
+    with db() as s:
+        runs = list(s.scalars(select(Run).where(Run.job_id == job_id)))
+    assert len(runs) == 3 and {r.state for r in runs} == {"pending"} and sorted(r.attempt for r in runs) == [1, 2, 3]
+    assert resolve_job_id(db, job_id[:6]) == job_id
+    again, cancelled = load_prepared(db, job_id)
+    assert again.spec == prepared.spec and again.task_dirs == prepared.task_dirs and not cancelled
+
+    app = typer.Typer()
+    app.add_typer(jobs_app, name="jobs")
+    runner = CliRunner(env={"COLUMNS": "200"})
+    listed = runner.invoke(app, ["jobs", "list", "--db", url])
+    assert listed.exit_code == 0 and job_id[:12] in listed.output and "smoke" in listed.output
+    shown = runner.invoke(app, ["jobs", "show", job_id[:8], "--db", url])
+    assert shown.exit_code == 0 and "pending 3" in shown.output
+    cancelled_out = runner.invoke(app, ["jobs", "cancel", job_id[:8], "--db", url])
+    assert cancelled_out.exit_code == 0 and "3 pending run(s) cancelled" in cancelled_out.output
+    assert load_prepared(db, job_id)[1]
