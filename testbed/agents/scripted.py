@@ -68,14 +68,18 @@ def replay_agent(path: Path) -> SequenceAgent:
 
 
 def make_agent(spec: str, task: Task) -> Agent:
-    """`oracle`, `noop` or `replay:FILE`; anything else is an `InputError`."""
+    """`oracle`, `noop`, `replay:FILE` or `openai:MODEL[?options]`; anything else is an `InputError`."""
     if spec == "noop":
         return NoopAgent()
     if spec == "oracle":
         return oracle_agent(task)
     if spec.startswith("replay:"):
         return replay_agent(Path(spec.removeprefix("replay:")))
-    raise InputError(None, "--agent", f"unknown agent '{spec}' (use oracle, noop or replay:FILE)")
+    if spec.startswith("openai:"):
+        from testbed.agents.openai_agent import OpenAIAgent
+
+        return OpenAIAgent.from_spec(spec)
+    raise InputError(None, "--agent", f"unknown agent '{spec}' (use oracle, noop, replay:FILE or openai:MODEL)")
 
 
 def check_agent_nodes(agent: Agent, context: AgentContext) -> None:

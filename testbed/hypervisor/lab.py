@@ -25,7 +25,7 @@ from typing import Any
 import asyncssh
 
 from testbed.config import Settings
-from testbed.errors import HarnessError, InputError
+from testbed.errors import GuestLost, HarnessError, InputError
 from testbed.guest.readiness import wait_for_serial, wait_for_ssh
 from testbed.guest.result import ExecResult
 from testbed.guest.ssh import GuestSession, generate_key, public_key_line
@@ -76,7 +76,33 @@ class LabNode:
         max_output: int = 64 * 1024,
         stdin: bytes | None = None,
     ) -> ExecResult:
-        return await self.session.exec(command, timeout=timeout, max_output=max_output, stdin=stdin)
+        """Run `command` on the guest. While it runs, the domain is watched: a guest that
+        stops (destroyed, crashed, powered off) raises `GuestLost` within seconds instead of
+        waiting for SSH keepalives to notice."""
+        work = asyncio.ensure_future(
+            self.session.exec(command, timeout=timeout, max_output=max_output, stdin=stdin)
+        )
+        if self.hypervisor is None:
+            return await work
+        watch = asyncio.ensure_future(self._watch_domain())
+        try:
+            done, _ = await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watch.cancel()
+        if work in done:
+            return work.result()
+        work.cancel()
+        with contextlib.suppress(asyncio.CancelledError, HarnessError):
+            await work
+        await self.session.close()
+        raise GuestLost(f"{self.name}: guest {self.domain} stopped while running a command") from watch.exception()
+
+    async def _watch_domain(self, interval: float = 2.0) -> None:
+        """Returns (by raising `GuestLost`) only when the domain is no longer running."""
+        while True:
+            await asyncio.sleep(interval)
+            if not await self.is_running():
+                raise GuestLost(f"{self.name}: domain {self.domain} is not running")
 
     async def upload(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
         await self.session.upload(data, path, mode=mode)
@@ -240,6 +266,7 @@ class Lab:
             macs=nic_count,
             reserved_subnets=[n.subnet for n in topo.networks if n.subnet],
             exclude_lab_ids=existing_ids,
+            exclude_subnets=await self.hv.network_subnets(),
         )
         lab_id = self.lease.lab_id
         lab_dir = self.settings.labs_dir / lab_id

@@ -88,17 +88,20 @@ class LeaseStore:
         macs: int,
         reserved_subnets: list[str] | None = None,
         exclude_lab_ids: set[str] | None = None,
+        exclude_subnets: list[str] | None = None,
     ) -> LabLease:
         """Lease a new lab id, `subnets` free subnets of the pool and `macs` unique MACs.
 
         `reserved_subnets` are subnets the topology fixes itself: they are recorded (so no other
         lab is given an overlapping one) and must not overlap a live lease.
         `exclude_lab_ids` are ids that must not be chosen (for example ids that libvirt objects
-        still use).
+        still use); `exclude_subnets` are subnets in use outside this store (for example by
+        libvirt networks of another TESTBED_HOME on the same libvirtd) and are never handed out.
         """
         with self._locked() as leases:
             self._reclaim(leases)
             used_nets = [ipaddress.IPv4Network(s) for lease in leases.values() for s in lease.subnets]
+            used_nets += [ipaddress.IPv4Network(s) for s in exclude_subnets or []]
             fixed = [ipaddress.IPv4Network(s) for s in reserved_subnets or []]
             for net in fixed:
                 if any(net.overlaps(u) for u in used_nets):

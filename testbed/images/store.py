@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -98,7 +99,13 @@ class ImageStore:
     def commit_pointer(self, name: str, key: str) -> None:
         """Make `key` the current image of `name` (atomic rename)."""
         pointer = self.image_dir(name) / "current"
-        tmp = pointer.with_suffix(".tmp")
+        try:
+            if pointer.read_text(encoding="ascii").strip() == key:
+                return
+        except OSError:
+            pass
+        # a temporary name of our own: several processes may commit at once
+        tmp = pointer.with_name(f".current.{os.getpid()}.{secrets.token_hex(4)}")
         tmp.write_text(key, encoding="ascii")
         os.replace(tmp, pointer)
 

@@ -156,6 +156,10 @@ class TaskDef(_Strict):
     oracle: Oracle | None = None
     safety: dict[str, Any] = {}
     description: str = ""
+    # Environment API (testbed.server.envapi validates both): `[actions.NAME]` bounded actions
+    # (description, command template, optional node, JSON-schema `parameters`) and `[reward]` shaping.
+    actions: dict[str, dict[str, Any]] = {}
+    reward: dict[str, Any] = {}
 
     @field_validator("id")
     @classmethod

@@ -532,7 +532,8 @@ def _systemd_units(lines: Iterable[str], unparsed: list[str]) -> dict[str, dict[
 
 
 def _systemd_unit_files(lines: Iterable[str], unparsed: list[str]) -> dict[str, str]:
-    """Parse ``systemctl list-unit-files --no-legend``: UNIT STATE [PRESET]."""
+    """Parse UNIT STATE [PRESET] lines: the script's enablement listing (enabled, masked,
+    alias — from the symlinks under /etc/systemd/system) or ``systemctl list-unit-files``."""
     out: dict[str, str] = {}
     for line in lines:
         parts = line.split()

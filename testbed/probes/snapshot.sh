@@ -30,17 +30,22 @@
 # Speed. Guests may run under full emulation (QEMU TCG), where every process spawn costs tens
 # of milliseconds, so the script spawns as few processes as it can: all output goes through
 # ONE awk process (the "filter", TB_FILTER below) that frames and caps every part, reads
-# plain files (passwd, crontabs, /proc/mounts, /proc/sys values, ...) itself and filters
+# plain files (passwd, crontabs, /proc/mounts, ...) itself, names file owners, and filters
 # shared command output (one `systemctl list-units` serves services and timers). The shell
 # talks to the filter with control lines "\036NONCE VERB ARGS" (unforgeable: they carry the
 # nonce; found even after an unterminated last output line):
-#   B NAME / E NAME RC / D COUNT     probe begin / probe end / run done (filter stamps up=)
-#   p NAME MAX MODE                  part begin; MODE - (plain), u (unique lines),
+#   p NAME MAX MODE                  part begin; MODE - (plain), u (unique lines), S (stat
+#                                    lines: numeric owner/group placeholders get their names
+#                                    from /etc/passwd and /etc/group, read once instead of
+#                                    two NSS lookups per file), X (S, but sha256sum lines are
+#                                    kept back for `r`),
 #                                    Ufailed|Uservice|Utimer (systemd units), s (shadow
 #                                    states), Llines|Lall|Lsudo (FILE<TAB>LINE records of
 #                                    `c` files), g (`grep -r` lines of /proc/sys turned
-#                                    into `sysctl -a` lines)
+#                                    into `sysctl -a` lines), b (boot: the btime
+#                                    line of a `c /proc/stat` becomes clock=EPOCH)
 #   c FILE                           feed FILE's lines through the part's mode
+#   r                                replay the lines an X part kept back (through put only)
 #   e NAME RC [ERRFILE]              part end; the first lines of ERRFILE are its stderr
 
 # TESTBED_PROBE_PATH overrides the search path (tests use it to run with busybox tools only).
@@ -52,7 +57,10 @@ EINFO_COLOR=NO
 SYSTEMD_COLORS=0
 SYSTEMD_PAGER=
 PAGER=cat
-export PATH LC_ALL QUOTING_STYLE EINFO_COLOR SYSTEMD_COLORS SYSTEMD_PAGER PAGER
+# systemctl's D-Bus calls give up after 25 s by default; under emulation PID 1 needs about
+# that long for list-unit-files alone, which then failed and lost every unit file state.
+SYSTEMD_BUS_TIMEOUT=90
+export PATH LC_ALL QUOTING_STYLE EINFO_COLOR SYSTEMD_COLORS SYSTEMD_PAGER PAGER SYSTEMD_BUS_TIMEOUT
 unset LANG LANGUAGE
 umask 077
 
@@ -67,9 +75,12 @@ TB_PROBE_RC=0
 TB_UP=
 TB_UNITS=
 TB_UNITS_RC=
+TB_KREL=
 # stat format shared by every file listing: type mode uid user gid group size mtime name.
 # The name (%N) comes last; GNU stat quotes it C-style (QUOTING_STYLE=c), busybox prints it raw.
-TB_STATFMT="%F${TB_TAB}%a${TB_TAB}%u${TB_TAB}%U${TB_TAB}%g${TB_TAB}%G${TB_TAB}%s${TB_TAB}%Y${TB_TAB}%N"
+# User and group are printed as numbers here (%U/%G cost two NSS lookups, each re-reading
+# /etc/passwd or /etc/group, per file) and named by the filter (mode S).
+TB_STATFMT="%F${TB_TAB}%a${TB_TAB}%u${TB_TAB}%u${TB_TAB}%g${TB_TAB}%g${TB_TAB}%s${TB_TAB}%Y${TB_TAB}%N"
 # Roots listed by `tmp_files` and searched by `secrets` (overridable for tests; no blanks).
 TB_TMP_ROOTS=${TESTBED_PROBE_TMP_DIRS:-/tmp /var/tmp /dev/shm}
 TB_SECRET_ROOTS=${TESTBED_PROBE_SECRET_DIRS:-/root /home /tmp /var/tmp /opt /srv /var/www /mnt}
@@ -78,9 +89,9 @@ TB_SYSTEMD_RUN=${TESTBED_PROBE_SYSTEMD_RUN:-/run/systemd/system}
 
 # The output filter (see "Speed" above). Portable awk: mawk, gawk, busybox and one-true-awk.
 TB_FILTER='
-function up(   u, a) {
-    u = ""
-    if ((getline u < "/proc/uptime") > 0) { split(u, a, " "); u = a[1] } else u = ""
+function uptime(   u, a) {
+    u = 0
+    if ((getline u < "/proc/uptime") > 0) { split(u, a, " "); u = a[1] + 0 }
     close("/proc/uptime")
     return u
 }
@@ -116,10 +127,42 @@ function unit(l, kind,   a, k, u) {
     if (kind == "failed") return a[k + 1] == "failed" || a[k + 2] == "failed" || a[k + 3] == "failed"
     return substr(u, length(u) - length(kind)) == "." kind
 }
+function ids(   x, a) {
+    if (idsread) return
+    idsread = 1
+    while ((getline x < "/etc/passwd") > 0) { split(x, a, ":"); if (a[3] != "" && !(a[3] in uname)) uname[a[3]] = a[1] }
+    close("/etc/passwd")
+    while ((getline x < "/etc/group") > 0) { split(x, a, ":"); if (a[3] != "" && !(a[3] in gname)) gname[a[3]] = a[1] }
+    close("/etc/group")
+}
+function statline(l,   f, nf, i, o) {
+    nf = split(l, f, "\t")
+    if (nf < 9 || f[3] !~ /^[0-9]+$/ || f[5] !~ /^[0-9]+$/ || f[4] != f[3] || f[6] != f[5]) return l
+    ids()
+    o = f[1] "\t" f[2] "\t" f[3] "\t" ((f[3] in uname) ? uname[f[3]] : "UNKNOWN")
+    o = o "\t" f[5] "\t" ((f[5] in gname) ? gname[f[5]] : "UNKNOWN")
+    for (i = 7; i <= nf; i++) o = o "\t" f[i]
+    return o
+}
+function issha(l,   o) {
+    o = (substr(l, 1, 1) == "\\") ? 2 : 1
+    return substr(l, o + 64, 1) == " " && substr(l, o, 64) !~ /[^0-9a-f]/ && length(l) > o + 65
+}
 function feed(l, f,   a, s) {
     if (!inpart) { print l; return }
     if (mode == "-" || mode == "u") put(l)
+    else if (mode == "S") put(statline(l))
+    else if (mode == "X") {
+        if (l ~ /^[a-z][a-z ]*\t[0-7]+\t[0-9]+\t/) { xk = "s"; put(statline(l)) }
+        else if (issha(l)) { xk = "h"; buf[++nb] = l }
+        else if (xk == "h") buf[++nb] = l
+        else put(l)
+    }
     else if (mode == "g") sysline(l)
+    else if (mode == "b") {
+        if (f == "") put(l)
+        else if (l ~ /^btime [0-9]+$/) put("clock=" int(substr(l, 7) + uptime() + 0.5))
+    }
     else if (substr(mode, 1, 1) == "U") { if (unit(l, substr(mode, 2))) put(l) }
     else if (mode == "s") {
         split(l, a, ":")
@@ -146,9 +189,14 @@ function ctl(s,   a, verb, rc, ef, x, i, k) {
         inpart = 1; pname = a[2]; max = a[3] + 0; mode = a[4]
         cnt = 0; more = 0; cut = 0; ferr = 0; nerr = 0
         for (k in seen) delete seen[k]
+        if (mode == "X") { nb = 0; xk = "" }
         printf "@@testbed-part %s %s@@\n", n, pname
     } else if (verb == "c") {
         if (inpart) readfile(substr(s, 3))
+    } else if (verb == "r") {
+        for (i = 1; i <= nb; i++) put(buf[i])
+        for (i = 1; i <= nb; i++) delete buf[i]
+        nb = 0
     } else if (verb == "e") {
         if (mode == "g") sysflush()
         rc = a[3]
@@ -164,12 +212,6 @@ function ctl(s,   a, verb, rc, ef, x, i, k) {
         }
         printf "@@testbed-partend %s %s rc=%s@@\n", n, a[2], rc
         inpart = 0
-    } else if (verb == "B") {
-        printf "@@testbed-probe %s %s up=%s@@\n", n, a[2], up()
-    } else if (verb == "E") {
-        printf "@@testbed-end %s %s rc=%s up=%s@@\n", n, a[2], a[3], up()
-    } else if (verb == "D") {
-        printf "@@testbed-done %s probes=%s up=%s@@\n", n, a[2], up()
     }
 }
 BEGIN { w = 4096 }
@@ -239,15 +281,19 @@ tb_ctl() {
     printf '\n'
 }
 
+# Probe markers (and their up= stamps) come from the shell itself: the filter may read its
+# input in big blocks, so its own clock would lag behind the work.
 tb_begin() {
     TB_PROBE=$1
     TB_PROBE_RC=0
     TB_COUNT=$((TB_COUNT + 1))
-    tb_ctl B "$1"
+    tb_up
+    printf '@@testbed-probe %s %s up=%s@@\n' "$TB_NONCE" "$1" "$TB_UP"
 }
 
 tb_end() {
-    tb_ctl E "$TB_PROBE" "$TB_PROBE_RC"
+    tb_up
+    printf '@@testbed-end %s %s rc=%s up=%s@@\n' "$TB_NONCE" "$TB_PROBE" "$TB_PROBE_RC" "$TB_UP"
 }
 
 tb_unavail() {
@@ -260,15 +306,22 @@ tb_part_m() {
     tb_ctl p "$2" "$3" "$1"
     _tb_pn=$2
     shift 3
+    tb_run "$@"
+    tb_part_end "$_tb_pn" "$TB_RC" "$TB_ERRF"
+}
+
+# tb_run CMD [ARG...]: run CMD, stdout to the filter; sets TB_RC and TB_ERRF (its stderr,
+# empty without a work directory).
+tb_run() {
     TB_SEQ=$((TB_SEQ + 1))
+    TB_ERRF=
     if [ -n "$TB_W" ]; then
-        "$@" 2>"$TB_W/e$TB_SEQ" </dev/null
-        _tb_rc=$?
-        tb_part_end "$_tb_pn" "$_tb_rc" "$TB_W/e$TB_SEQ"
+        TB_ERRF="$TB_W/e$TB_SEQ"
+        "$@" 2>"$TB_ERRF" </dev/null
+        TB_RC=$?
     else
         "$@" 2>/dev/null </dev/null
-        _tb_rc=$?
-        tb_part_end "$_tb_pn" "$_tb_rc"
+        TB_RC=$?
     fi
 }
 
@@ -365,10 +418,13 @@ tb_stat_tree() {
         -exec stat -c "$TB_STATFMT" {} + | head -n $((TB_LIMIT + 1))
 }
 
-# tb_hash_tree ROOT...: sha256 of each regular file smaller than 1 MiB under the roots.
-tb_hash_tree() {
+# tb_stat_hash_tree ROOT...: tb_stat_tree and the sha256 of each regular file smaller than
+# 1 MiB, in ONE walk (a walk is expensive under emulation); the filter (mode X) tells the
+# two kinds of line apart.
+tb_stat_hash_tree() {
     tb_t 60 find "$@" -xdev -path "${TB_W:-/nonexistent}" -prune -o \
-        -type f -size -1024k -exec sha256sum {} + | head -n $((TB_LIMIT + 1))
+        -exec stat -c "$TB_STATFMT" {} + -type f -size -1024k -exec sha256sum {} + |
+        head -n $((2 * TB_LIMIT + 2))
 }
 
 # tb_stat_files FILE...: stat lines for the given files (nothing when there are none).
@@ -410,11 +466,17 @@ tb_boot_kv() {
     _tb_b=
     read -r _tb_b _tb_rest 2>/dev/null </proc/uptime
     printf 'uptime=%s\n' "$_tb_b"
-    date -u +clock=%s
+    # clock = boot time (btime in /proc/stat, wall clock, follows clock steps) + uptime,
+    # worked out by the filter (mode b): no `date` process. Within a second of `date +%s`.
+    if [ -f /proc/stat ] && [ -n "$_tb_b" ]; then
+        tb_ctl c /proc/stat
+    else
+        date -u +clock=%s
+    fi
 }
 
 p_boot() {
-    tb_part boot 20 tb_boot_kv
+    tb_part_m b boot 20 tb_boot_kv
 }
 
 tb_os_release() {
@@ -439,7 +501,7 @@ tb_kernel_kv() {
     # /proc/sys/kernel holds what uname(2) reports; uname only for what it lacks.
     tb_kv sysname /proc/sys/kernel/ostype || printf 'sysname=%s\n' "$(uname -s)"
     tb_kv release /proc/sys/kernel/osrelease || printf 'release=%s\n' "$(uname -r)"
-    printf 'machine=%s\n' "$(uname -m)"
+    tb_kv machine /proc/sys/kernel/arch || printf 'machine=%s\n' "$(uname -m)"
     tb_kv version /proc/sys/kernel/version || printf 'version=%s\n' "$(uname -v)"
     _tb_h=
     read -r _tb_h 2>/dev/null </proc/sys/kernel/hostname
@@ -464,7 +526,7 @@ p_tmp_files() {
     set -- $TB_FILES
     IFS=$_tb_ifs
     TB_LIMIT=5000
-    tb_part entries 5000 tb_stat_tree "$@"
+    tb_part_m S entries 5000 tb_stat_tree "$@"
 }
 
 tb_systemd_running() {
@@ -479,12 +541,12 @@ tb_openrc_running() {
 # `systemctl list-units --all` run per snapshot (kept in the work directory).
 tb_units_part() {
     if [ -z "$TB_W" ]; then
-        tb_part_m "U$3" "$1" "$2" tb_t 30 systemctl list-units --all --plain --no-legend --no-pager
+        tb_part_m "U$3" "$1" "$2" systemctl list-units --all --plain --no-legend --no-pager
         return
     fi
     if [ -z "$TB_UNITS" ]; then
         TB_UNITS=1
-        tb_t 30 systemctl list-units --all --plain --no-legend --no-pager \
+        systemctl list-units --all --plain --no-legend --no-pager \
             >"$TB_W/units" 2>"$TB_W/units.err" </dev/null
         TB_UNITS_RC=$?
     fi
@@ -493,13 +555,30 @@ tb_units_part() {
     tb_part_end "$1" "$TB_UNITS_RC" "$TB_W/units.err"
 }
 
+# tb_unit_file_states: "UNIT STATE" lines for what `systemctl enable|disable|mask` records
+# under /etc/systemd/system: `enabled` (a link in a *.wants/ or *.requires/ directory),
+# `masked` (a link to /dev/null) or `alias` (any other link). Static and disabled units have
+# no link and are not listed: a change of enablement still shows as a line added or removed.
+tb_unit_file_states() {
+    find "${TESTBED_PROBE_SYSTEMD_ETC:-/etc/systemd/system}" -mindepth 1 -maxdepth 2 -type l -printf '%P\t%l\n' 2>/dev/null |
+        awk -F '\t' '{
+            n = split($1, p, "/"); u = p[n]
+            if (n > 1) { if (p[1] ~ /\.(wants|requires)$/) print u, "enabled" }
+            else if ($2 == "/dev/null") print u, "masked"
+            else print u, "alias"
+        }' | sort -u
+}
+
 p_services() {
     _tb_any=
     if tb_systemd_running; then
         _tb_any=1
         tb_units_part systemd_failed 2000 failed
         tb_units_part systemd_services 5000 service
-        tb_part systemd_unit_files 5000 tb_t 30 systemctl list-unit-files --no-legend --no-pager
+        # Unit-file states from the enablement symlinks on disk rather than from
+        # `systemctl list-unit-files`, which costs 20-30 s on an emulated guest (PID 1
+        # rescans every unit directory once per unit file).
+        tb_part systemd_unit_files 5000 tb_unit_file_states
     fi
     if tb_openrc_running; then
         _tb_any=1
@@ -585,7 +664,7 @@ p_sudoers() {
     # shellcheck disable=SC2086
     set -- $TB_FILES
     IFS=$_tb_ifs
-    tb_part files 2000 tb_stat_files "$@"
+    tb_part_m S files 2000 tb_stat_files "$@"
     tb_part sha256 2000 tb_hash_files "$@"
     tb_read_part Lsudo lines 5000 "$@"
 }
@@ -645,7 +724,7 @@ p_authorized_keys() {
     for _tb_f in /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; do
         tb_authkeys_add "$_tb_f" && set -- "$@" "$_tb_f"
     done
-    tb_part files 2000 tb_stat_files "$@"
+    tb_part_m S files 2000 tb_stat_files "$@"
     tb_part sha256 2000 tb_hash_files "$@"
     tb_read_part Llines keys 5000 "$@"
 }
@@ -706,11 +785,53 @@ p_pkg_health() {
     [ -n "$_tb_any" ] || tb_unavail pkg_health "dpkg not found; rpm not found; apk not found"
 }
 
+# tb_unloaded MODULE SUBDIR: true when MODULE is a loadable module of the running kernel
+# (under kernel/SUBDIR) that is not loaded. Asking the kernel for state that needs it would
+# load it: slow under emulation (seconds) and a change to the machine the probe must not make.
+tb_unloaded() {
+    [ -d "/sys/module/$1" ] && return 1
+    [ -n "$TB_KREL" ] || read -r TB_KREL 2>/dev/null </proc/sys/kernel/osrelease || return 1
+    for _tb_f in "/lib/modules/$TB_KREL/kernel/$2/$1.ko"* "/usr/lib/modules/$TB_KREL/kernel/$2/$1.ko"*; do
+        [ -e "$_tb_f" ] && return 0
+    done
+    return 1
+}
+
+# tb_no_legacy_tables FAMILY: true when no legacy x_tables table module (iptable_* or
+# ip6table_*) is loaded while they are loadable modules: there is then no legacy table.
+tb_no_legacy_tables() {
+    for _tb_f in "/sys/module/${1}table_"*; do
+        [ -e "$_tb_f" ] && return 1
+    done
+    tb_unloaded "${1}table_filter" "net/$2/netfilter"
+}
+
+# tb_empty_ruleset: the (empty) output of a ruleset that cannot exist; the tool is not run.
+tb_empty_ruleset() {
+    return 0
+}
+
 p_firewall() {
-    # Netlink dumps: they do not hang, so no timeout wrapper (one spawn less each).
-    tb_part_if nft nft 10000 nft list ruleset
-    tb_part_if iptables-save iptables 10000 iptables-save
-    tb_part_if ip6tables-save ip6tables 10000 ip6tables-save
+    # Netlink dumps: they do not hang, so no timeout wrapper (one spawn less each). While
+    # nf_tables (and, for the iptables parts, the legacy table modules) is not loaded there
+    # is no ruleset, and running nft/iptables-nft would load it: the parts are then empty.
+    _tb_nft=1
+    tb_unloaded nf_tables net/netfilter && _tb_nft=
+    if [ -z "$_tb_nft" ] && tb_have nft; then
+        tb_part nft 10000 tb_empty_ruleset
+    else
+        tb_part_if nft nft 10000 nft list ruleset
+    fi
+    if [ -z "$_tb_nft" ] && tb_have iptables-save && tb_no_legacy_tables ip ipv4; then
+        tb_part iptables 10000 tb_empty_ruleset
+    else
+        tb_part_if iptables-save iptables 10000 iptables-save
+    fi
+    if [ -z "$_tb_nft" ] && tb_have ip6tables-save && tb_no_legacy_tables ip6 ipv6; then
+        tb_part ip6tables 10000 tb_empty_ruleset
+    else
+        tb_part_if ip6tables-save ip6tables 10000 ip6tables-save
+    fi
 }
 
 p_cron() {
@@ -775,8 +896,12 @@ p_sysctl() {
 
 p_etc_files() {
     TB_LIMIT=10000
-    tb_part stat 10000 tb_stat_tree /etc
-    tb_part sha256 10000 tb_hash_tree /etc
+    tb_ctl p stat 10000 X
+    tb_run tb_stat_hash_tree /etc
+    tb_part_end stat "$TB_RC" "$TB_ERRF"
+    tb_ctl p sha256 10000 -
+    tb_ctl r
+    tb_part_end sha256 "$TB_RC"
 }
 
 # tb_secret_find: print candidate files under TB_SECRET_DIRS in one walk: by name (key
@@ -826,7 +951,7 @@ p_secrets() {
         set -- $TB_FILES
         IFS=$_tb_ifs
     fi
-    tb_part files 2000 tb_stat_files "$@"
+    tb_part_m S files 2000 tb_stat_files "$@"
     tb_part sha256 2000 tb_hash_files "$@"
     tb_part_m u headers 5000 tb_pem_headers "$@"
 }
@@ -861,23 +986,33 @@ tb_main() {
         "p_$_tb_probe"
         tb_end
     done
-    tb_ctl D "$TB_COUNT"
+    tb_up
+    printf '@@testbed-done %s probes=%s up=%s@@\n' "$TB_NONCE" "$TB_COUNT" "$TB_UP"
 }
 
 TB_ONLY="$*"
+# GNU timeout (a file of its own) works; a symlink is most likely busybox, whose old
+# versions want `timeout -t SECS`: test that one (two processes) before relying on it.
 TB_HAVE_TIMEOUT=
-timeout 5 true >/dev/null 2>&1 && TB_HAVE_TIMEOUT=1
+TB_TIMEOUT=$(command -v timeout 2>/dev/null)
+case $TB_TIMEOUT in
+    /*)
+        if [ ! -L "$TB_TIMEOUT" ] || timeout 5 true >/dev/null 2>&1; then
+            TB_HAVE_TIMEOUT=1
+        fi
+        ;;
+esac
 tb_nonce
 tb_workdir
 if [ -n "$TB_W" ]; then
     trap 'rm -rf "$TB_W"' EXIT
     trap 'exit 143' HUP INT TERM
 fi
-# Everything goes through the filter: without a working awk there is no output to frame.
-if ! awk 'BEGIN { exit 0 }' </dev/null >/dev/null 2>&1; then
+# Everything goes through the filter: without awk there is no output to frame.
+if ! tb_have awk; then
     tb_up
     printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"
-    echo "snapshot: no working awk" >&2
+    echo "snapshot: awk not found" >&2
     exit 1
 fi
 if [ -n "$TB_W" ] && printf '%s\n' "$TB_FILTER" >"$TB_W/filter.awk"; then

@@ -18,7 +18,16 @@ from testbed.hypervisor.lab import LabNode
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
 
 
-async def reboot_node(node: LabNode, timeout: float = 300) -> float:
+def console_tail(node: LabNode, chars: int = 1500) -> str:
+    """The end of the node's serial console log (for error messages)."""
+    try:
+        data = node.console_log.read_bytes()[-chars:]
+    except OSError:
+        return "(no console log)"
+    return data.decode(errors="replace").strip() or "(empty)"
+
+
+async def reboot_node(node: LabNode, timeout: float = 600) -> float:
     """Reboot `node` and wait until it is back; returns the seconds it took."""
     t0 = time.monotonic()
     before = (await node.exec(BOOT_ID, timeout=30)).stdout.strip()
@@ -29,8 +38,13 @@ async def reboot_node(node: LabNode, timeout: float = 300) -> float:
     while True:
         remaining = timeout - (time.monotonic() - t0)
         if remaining <= 0:
-            raise HarnessError(f"{node.name}: did not come back from reboot within {timeout:.0f} s")
-        await wait_for_ssh(node.session, timeout=remaining, alive=node.is_running, name=node.name)
+            raise HarnessError(
+                f"{node.name}: did not come back from reboot within {timeout:.0f} s; console: {console_tail(node)}"
+            )
+        try:
+            await wait_for_ssh(node.session, timeout=remaining, alive=node.is_running, name=node.name)
+        except HarnessError as exc:
+            raise HarnessError(f"{exc}; console: {console_tail(node)}") from exc
         after = (await node.exec(BOOT_ID, timeout=30)).stdout.strip()
         if after and after != before:
             return time.monotonic() - t0

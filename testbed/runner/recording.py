@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from testbed.analysis import classify, redact
 from testbed.db.recorder import RunRecorder
 from testbed.db.records import CommandRecord
+from testbed.errors import HarnessError
 from testbed.guest.result import ExecResult
-from testbed.guest.ssh import GuestConnectionError
 from testbed.hypervisor.lab import LabNode
 
 
@@ -51,7 +51,7 @@ class CommandRecorder:
         t0 = time.monotonic()
         try:
             result = await node.exec(command, timeout=timeout, max_output=max_output or self.max_output)
-        except GuestConnectionError as exc:
+        except HarnessError as exc:  # SSH dropped or the guest is gone: record, then re-raise
             await self.store(
                 CommandRecord(
                     node=node.name,

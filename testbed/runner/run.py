@@ -147,6 +147,9 @@ class Runner:
                 config=config,
             )
         self.progress("run", recorder.run_id)
+        bind = getattr(self.agent, "bind_recorder", None)  # agents that store rows of their own (LLM turns)
+        if callable(bind):
+            bind(recorder)
         result = RunResult(recorder.run_id, "error")
         commands = CommandRecorder(recorder, redact_output=self.request.redact)
         lab = Lab(
@@ -230,7 +233,13 @@ class Runner:
         result.checks = await verify(task.definition.checks, lab.nodes, commands, "after_agent")
         await self._end_phase("verify")
         persist = [c for c in task.definition.checks if c.persist]
-        if persist:
+        # The reboot only matters while the run can still pass: once a check has failed the
+        # outcome is `failed` whatever the reboot shows, so it is skipped (and recorded so).
+        already_failed = any(r.status == "failed" for r in result.checks)
+        if persist and already_failed:
+            await self._phase("reboot")
+            await self._end_phase("reboot", "skipped", "a check already failed after the agent")
+        elif persist:
             await self._phase("reboot", "reboot")
             await asyncio.gather(*(reboot_node(n) for n in nodes))
             await self._end_phase("reboot")

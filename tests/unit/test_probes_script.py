@@ -110,9 +110,15 @@ def test_services_and_timers_come_from_one_list_units_run(shell: list[str], tmp_
     run.mkdir()
     _tool(bindir, "systemctl", FAKE_SYSTEMCTL)
     log = tmp_path / "calls"
+    etc = tmp_path / "etc-systemd"
+    for wants, unit in (("multi-user.target.wants", "cron.service"), ("timers.target.wants", "apt-daily.timer")):
+        (etc / wants).mkdir(parents=True, exist_ok=True)
+        (etc / wants / unit).symlink_to(f"/lib/systemd/system/{unit}")
+    (etc / "ctrl-alt-del.target").symlink_to("/dev/null")
     env = {
         "TESTBED_PROBE_PATH": f"{bindir}:{SYSTEM_PATH}",
         "TESTBED_PROBE_SYSTEMD_RUN": str(run),
+        "TESTBED_PROBE_SYSTEMD_ETC": str(etc),
         "FAKE_SYSTEMCTL_LOG": str(log),
     }
     _, parsed = _run(shell, "services", "cron", env=env)
@@ -127,13 +133,15 @@ def test_services_and_timers_come_from_one_list_units_run(shell: list[str], tmp_
         "description": "A web server",
     }
     assert svc["enabled"] == ["apt-daily.timer", "cron.service"]
+    assert svc["unit_files"]["ctrl-alt-del.target"] == "masked"
     assert svc["stderr"]["systemd_services"] == ["systemctl: a warning"]
     assert "unparsed" not in svc
     timers = parsed["cron"]["timers"]
     assert set(timers) == {"apt-daily.timer", "last.timer"}
     assert timers["last.timer"]["description"] == "No newline at the end"
     calls = log.read_text().splitlines()
-    assert [c.split()[0] for c in calls] == ["list-units", "list-unit-files"]
+    # one systemctl call: unit-file states come from the enablement links on disk
+    assert [c.split()[0] for c in calls] == ["list-units"]
 
 
 def test_sysctl_values_come_from_proc_sys() -> None:
@@ -153,3 +161,29 @@ def test_sysctl_values_come_from_proc_sys() -> None:
     commands = [p["command"] for p in parsed["processes"]["processes"]]
     assert not any("filter.awk" in c or str(SCRIPT_PATH) in c for c in commands)
     assert parsed["processes"]["excluded_self"] >= 2
+
+
+@pytest.mark.parametrize("shell", _shells(), ids=" ".join)
+def test_owner_names_come_from_the_filter_and_etc_is_walked_once(shell: list[str], tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    orphan = tmp / "orphan"
+    orphan.write_text("x")
+    try:
+        os.chown(orphan, 4242, 4243)  # ids with no passwd/group entry
+    except PermissionError:
+        pytest.skip("needs root to chown")
+    env = {"TESTBED_PROBE_TMP_DIRS": str(tmp)}
+    _, parsed = _run(shell, "tmp_files", "etc_files", env=env)
+    entries = parsed["tmp_files"]["entries"]
+    assert entries[str(orphan)]["owner"] == "UNKNOWN" and entries[str(orphan)]["group"] == "UNKNOWN"
+    assert (entries[str(orphan)]["uid"], entries[str(orphan)]["gid"]) == (4242, 4243)
+    etc = parsed["etc_files"]
+    assert etc["part_rc"] == {"stat": 0, "sha256": 0}
+    assert "unparsed" not in etc
+    passwd = etc["files"]["/etc/passwd"]
+    st = Path("/etc/passwd").stat()
+    assert (passwd["uid"], passwd["owner"], passwd["size"]) == (st.st_uid, "root", st.st_size)
+    assert passwd["group"] == "root"
+    assert len(passwd["sha256"]) == 64
+    assert all(e.get("type") for e in etc["files"].values())  # every hashed file was stat'ed too

@@ -55,6 +55,11 @@ def vm_home(real_images_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     (home / "images").symlink_to(real_images_dir)
     old = os.environ.get("TESTBED_HOME")
     os.environ["TESTBED_HOME"] = str(home)
+    # pytest-xdist workers share one libvirtd but each has its own TESTBED_HOME (and so its
+    # own lease store): give each worker its own part of the subnet pool.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else 0
+    os.environ["TESTBED_SUBNET_POOL"] = f"10.{213 + index % 8}.0.0/16"
     yield home
     if old is None:
         os.environ.pop("TESTBED_HOME", None)

@@ -61,7 +61,7 @@ def test_sigkill_of_lab_up_mid_boot_then_reap(vm_home: Path) -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_for(lambda: bool(leftovers(vm_home)["domains"]), 120, "the domain to be created")
+        _wait_for(lambda: bool(leftovers(vm_home)["domains"]), 400, "the domain to be created")
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()

@@ -15,7 +15,9 @@ UseDNS no
 MaxSessions 10
 CONF
 rm -f /etc/ssh/ssh_host_*
-mkdir -p /etc/systemd/network
+mkdir -p /etc/systemd/network /etc/systemd/system.conf.d
+# Bounded stop jobs: a service that ignores SIGTERM must not hold a reboot for 90 s.
+printf '[Manager]\nDefaultTimeoutStopSec=15s\n' > /etc/systemd/system.conf.d/10-testbed.conf
 systemctl enable systemd-networkd.service testbed-seed.service ssh.service
 systemctl mask systemd-networkd-wait-online.service apt-daily.timer apt-daily-upgrade.timer \
     man-db.timer e2scrub_all.timer fstrim.timer systemd-timesyncd.service 2>/dev/null || true
