@@ -23,6 +23,7 @@ from testbed.images.cli import app as image_app
 from testbed.report.cli import report_command
 from testbed.runner.cli import run_command, task_app
 from testbed.server.dashboard_cli import dashboard_command
+from testbed.server.envapi.cli import serve_command
 
 app = typer.Typer(
     name="testbed",
@@ -40,6 +41,7 @@ app.add_typer(analyze_app, name="analyze")
 app.add_typer(task_app, name="task")
 app.command("run")(run_command)
 app.command("dashboard")(dashboard_command)
+app.command("serve")(serve_command)
 app.command("export")(export_command)
 app.command("report")(report_command)
 

@@ -371,6 +371,35 @@ class Finding(Base):
     command: Mapped[Command | None] = relationship()
 
 
+class ModelTurn(Base):
+    """One model call of an LLM agent (migration 0004): what was sent, what came back.
+
+    `seq` numbers a run's turns from 1 (unique per run). `messages` holds the chat messages
+    appended since the previous turn (the whole conversation is the concatenation, in `seq`
+    order, of `messages` and `response`); `response` is the assistant message; `tool_calls`
+    the parsed actions it asked for (JSON list, empty when none); token counts come from the
+    endpoint's `usage` (NULL when it reports none); `error` describes a failed call.
+    """
+
+    __tablename__ = "model_turns"
+    __table_args__ = (UniqueConstraint("run_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    model: Mapped[str] = mapped_column(String(200))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    latency_ms: Mapped[int] = mapped_column(Integer)
+    messages: Mapped[Any] = mapped_column(JSONType)
+    response: Mapped[Any | None] = mapped_column(JSONType, nullable=True)
+    tool_calls: Mapped[Any] = mapped_column(JSONType)
+    finish_reason: Mapped[str | None] = mapped_column(String(50), nullable=True)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    total_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
 TABLES: tuple[str, ...] = (
     "jobs",
     "runs",
@@ -380,5 +409,6 @@ TABLES: tuple[str, ...] = (
     "snapshots",
     "checks",
     "findings",
+    "model_turns",
 )
 """Every table of the schema, parents first."""

@@ -22,7 +22,8 @@ from testbed.db.models import Phase, Run
 
 from .conftest import ROOT, assert_clean, run_cli
 
-pytestmark = pytest.mark.vm
+# Each run boots a guest (~60 s under TCG, far more on a busy host): allow for slow hosts.
+pytestmark = [pytest.mark.vm, pytest.mark.timeout(3600)]
 
 
 def _cli_module() -> str:
@@ -33,14 +34,19 @@ def _cli_module() -> str:
     return "testbed.cli" if "launch" in names else "testbed.scheduler.cli"
 
 
-def launch(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess[str]:
-    if _cli_module() == "testbed.cli":
+def launch(*args: str, timeout: float = 2400) -> subprocess.CompletedProcess[str]:
+    """`testbed launch ARGS` in a subprocess; its output also goes to a log in $TESTBED_HOME
+    (`launch-*.log`, line by line, so a slow job can be watched and a timed-out one diagnosed)."""
+    if _cli_module() == "testbed.cli" and "TESTBED_SCHED_LOG" not in os.environ:
         return run_cli("launch", *args, timeout=timeout)
-    proc = subprocess.run([sys.executable, "-m", "testbed.scheduler.cli", "launch", *args], capture_output=True,
-                          text=True, timeout=timeout, check=False, cwd=ROOT)
+    log = Path(os.environ["TESTBED_HOME"]) / f"launch-{time.time_ns()}.log"
+    with log.open("w") as fh:
+        proc = subprocess.run([sys.executable, "-m", _cli_module(), "launch", *args], stdout=fh, stderr=fh,
+                              timeout=timeout, check=False, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    output = log.read_text()
     if proc.returncode != 0:
-        raise AssertionError(f"launch {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
-    return proc
+        raise AssertionError(f"launch {' '.join(args)} exited {proc.returncode}:\n{output}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, output, "")
 
 TASK = "config-permissions"  # single node, no reboot: the fastest starter task with noop
 
