@@ -25,5 +25,5 @@ testbed image build debian-12
 
 mkdir -p artifacts
 pytest -m "not vm" -q -p no:cacheprovider "$@"
-scripts/netns-run pytest -m vm -q -p no:cacheprovider -n 2 --dist loadfile \
+scripts/netns-run pytest -m vm -q -p no:cacheprovider -n 3 --dist load \
   --junitxml=artifacts/vm-tests.xml "$@"

@@ -82,6 +82,9 @@ SYSCTL_VOLATILE: tuple[str, ...] = (
     "net.core.netdev_rss_key",  # per-boot random hash key
     "net.ipv6.conf.*.stable_secret",  # secret, unreadable
     "vm.stat_refresh",
+    # computed by the kernel from free memory at the moment: changes by itself
+    "vm.user_reserve_kbytes",
+    "vm.admin_reserve_kbytes",
     "vm.drop_caches",
     "vm.compact_memory",
 )

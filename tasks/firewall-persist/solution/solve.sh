@@ -12,12 +12,6 @@ table inet filter {
 		type filter hook input priority filter; policy accept;
 		tcp dport 9000 counter drop comment "metrics exporter: not for the network"
 	}
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-	}
-	chain output {
-		type filter hook output priority filter; policy accept;
-	}
 }
 NFT
 nft -c -f /etc/nftables.conf
