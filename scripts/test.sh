@@ -2,7 +2,7 @@
 # The whole test suite from a fresh Debian 12 machine (root): set up the host, lint and
 # type-check, start a throwaway PostgreSQL, build (or reuse) the debian-12 image, run the
 # unit tests, then the VM tests inside a private network namespace (scripts/netns-run),
-# two at a time.
+# three at a time.
 #
 # Usage: scripts/test.sh [extra pytest args for both runs]
 set -euo pipefail
