@@ -24,7 +24,7 @@ from testbed.hypervisor.lab import Lab, teardown_objects
 from testbed.hypervisor.labstate import LabState, all_lab_states, find_lab
 from testbed.hypervisor.leases import LeaseStore
 from testbed.hypervisor.reaper import reap
-from testbed.model.topology import load_topology, resolve_topology_path
+from testbed.model.topology import Topology, load_topology, resolve_topology_path
 from testbed.runtime import image_catalog, runtime
 
 lab_app = typer.Typer(help="Bring labs up, run commands in them, take them down.", no_args_is_help=True)
@@ -54,10 +54,7 @@ def lab_up(
     asyncio.run(_lab_up(settings, topo, name))
 
 
-async def _lab_up(settings: Settings, topo: object, name: str | None) -> None:
-    from testbed.model.topology import Topology
-
-    assert isinstance(topo, Topology)
+async def _lab_up(settings: Settings, topo: Topology, name: str | None) -> None:
     async with runtime(settings) as rt:
         with console.status(f"provisioning {topo.name} ({rt.accel.label})") as status:
             lab = Lab(

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
@@ -75,10 +76,7 @@ def run_command(
     raise typer.Exit(EXIT_BY_OUTCOME.get(result.outcome, 3))
 
 
-async def _run(request: RunRequest, sessions: object, settings: Settings) -> RunResult:
-    from sqlalchemy.orm import Session, sessionmaker
-
-    assert isinstance(sessions, sessionmaker)
+async def _run(request: RunRequest, sessions: sessionmaker[Session], settings: Settings) -> RunResult:
     out = Console(soft_wrap=True)
     t0 = time.monotonic()
     async with runtime(settings) as rt:
@@ -95,7 +93,6 @@ async def _run(request: RunRequest, sessions: object, settings: Settings) -> Run
             runner = Runner(request, rt, sessions, progress)
             result = await runner.execute()
     _print_result(out, result)
-    _ = Session
     return result
 
 
