@@ -141,6 +141,7 @@ from testbed.analysis.attribution import (
 )
 from testbed.model.task import Expected
 from testbed.probes.diff import ItemChange, ProbeDiff, collections, diff_probe
+from testbed.probes.parsers import PROBES
 
 CATEGORIES: tuple[str, ...] = (
     "temp_files",
@@ -154,24 +155,7 @@ CATEGORIES: tuple[str, ...] = (
 )
 """Residue categories, in report order."""
 
-REQUIRED_PROBES: tuple[str, ...] = (
-    "tmp_files",
-    "services",
-    "listening",
-    "processes",
-    "users",
-    "sudoers",
-    "authorized_keys",
-    "packages",
-    "repos",
-    "firewall",
-    "cron",
-    "mounts",
-    "sysctl",
-    "etc_files",
-    "secrets",
-    "network",
-)
+REQUIRED_PROBES: tuple[str, ...] = tuple(p for p in PROBES if p not in ("boot", "os", "pkg_health"))
 """Probes whose absence makes a clean result ``undetermined``."""
 
 BASE_POINT = "after_setup"

@@ -405,20 +405,10 @@ class _Exporter:
         )  # fmt: skip
         names = ["id", "run_id", "requirement", "description", "point", "node", "status", "detail"]
 
-        def convert(rows: list[Any]) -> tuple[pa.RecordBatch, int]:
-            cols: dict[str, Any] = dict(zip(names, map(list, zip(*rows, strict=True)), strict=True))
-            redacted: list[list[str]] = []
-            hits = 0
-            for i in range(len(rows)):
-                kinds: set[str] = set()
-                cols["description"][i] = self.redactor.text(cols["description"][i], kinds)
-                cols["detail"][i] = _json_text(self.redactor.json(_parse_json(cols["detail"][i]), kinds))
-                redacted.append(_kinds_list(kinds))
-                hits += bool(kinds)
-            cols["redacted"] = redacted
-            return _record_batch("checks", cols), hits
-
-        return _Source("checks", stmt, self._count(Check), convert)
+        return _Source(
+            "checks", stmt, self._count(Check),
+            self._text_and_json_converter("checks", names, "description", "detail"),
+        )  # fmt: skip
 
     # --- findings
 
@@ -432,20 +422,31 @@ class _Exporter:
         )  # fmt: skip
         names = ["id", "run_id", "node", "kind", "category", "summary", "evidence", "command_id", "command_seq"]
 
+        return _Source(
+            "findings", stmt, self._count(Finding),
+            self._text_and_json_converter("findings", names, "summary", "evidence"),
+        )  # fmt: skip
+
+    def _text_and_json_converter(
+        self, table: str, names: list[str], text_col: str, json_col: str
+    ) -> Callable[[list[Any]], tuple[pa.RecordBatch, int]]:
+        """Rows -> a record batch of `table`, redacting one text and one JSON column and
+        listing the kinds found per row (the shared shape of checks and findings)."""
+
         def convert(rows: list[Any]) -> tuple[pa.RecordBatch, int]:
             cols: dict[str, Any] = dict(zip(names, map(list, zip(*rows, strict=True)), strict=True))
             redacted: list[list[str]] = []
             hits = 0
             for i in range(len(rows)):
                 kinds: set[str] = set()
-                cols["summary"][i] = self.redactor.text(cols["summary"][i], kinds)
-                cols["evidence"][i] = _json_text(self.redactor.json(_parse_json(cols["evidence"][i]), kinds))
+                cols[text_col][i] = self.redactor.text(cols[text_col][i], kinds)
+                cols[json_col][i] = _json_text(self.redactor.json(_parse_json(cols[json_col][i]), kinds))
                 redacted.append(_kinds_list(kinds))
                 hits += bool(kinds)
             cols["redacted"] = redacted
-            return _record_batch("findings", cols), hits
+            return _record_batch(table, cols), hits
 
-        return _Source("findings", stmt, self._count(Finding), convert)
+        return convert
 
     # --- tasks
 
