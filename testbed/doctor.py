@@ -112,6 +112,7 @@ async def run_checks(settings: Settings) -> list[Check]:
         await _accel(settings),
         _tool("debootstrap", "debootstrap", "apt-get install debootstrap", None),
         _tool("dnsmasq", "dnsmasq", "apt-get install dnsmasq-base (DHCP for cloud images)"),
+        _tool("nftables (host guard)", "nft", "apt-get install nftables (keeps guests away from host services)"),
         _disk(settings),
         _netns(),
     ]

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from testbed.config import Settings, project_root
-from testbed.errors import InputError
+from testbed.errors import HarnessError, InputError
 from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.lab import Lab, teardown_objects
@@ -115,16 +115,48 @@ async def _lab_exec(state: LabState, node: str, command: str, timeout: float) ->
 
 @lab_app.command("list")
 def lab_list() -> None:
-    """Labs on this host with their owner and nodes."""
+    """Labs on this host with their owner, nodes and how many of their domains still run.
+
+    A lab whose domains are gone (a libvirtd restart or host reboot ends transient domains;
+    a detached lab has no owner process to notice) is shown as `dead` with the command that
+    removes what is left of it.
+    """
     settings = Settings.from_env()
+    states = all_lab_states(settings.labs_dir)
+    running = asyncio.run(_running_domains(states))
     table = Table()
     for col in ("name", "id", "status", "owner", "nodes", "created"):
         table.add_column(col)
-    for s in all_lab_states(settings.labs_dir):
+    for s in states:
         owner = "detached" if s.owner.detached else f"pid {s.owner.pid}" + ("" if s.owner.is_alive() else " (dead)")
         nodes = ", ".join(f"{n.name}={n.mgmt_ip}" for n in s.nodes.values())
-        table.add_row(s.name, s.lab_id, s.status, owner, nodes, s.created_at)
+        table.add_row(s.name, s.lab_id, _lab_status(s, running.get(s.lab_id)), owner, nodes, s.created_at)
     Console().print(table)
+
+
+def _lab_status(state: LabState, running: int | None) -> str:
+    """`ready (2/2 running)`; `dead (0/2 running): testbed lab down NAME` once domains are gone."""
+    total = len(state.domains)
+    if running is None or total == 0:
+        return state.status
+    if state.status == "ready" and running < total:
+        return f"[red]dead ({running}/{total} running)[/red]: testbed lab down {state.name}"
+    return f"{state.status} ({running}/{total} running)"
+
+
+async def _running_domains(states: list[LabState]) -> dict[str, int | None]:
+    """Running-domain count per lab id; None where the lab's libvirt cannot be asked."""
+    counts: dict[str, int | None] = {}
+    for uri in {s.uri for s in states}:
+        labs = [s for s in states if s.uri == uri]
+        try:
+            async with Hypervisor(uri) as hv:
+                for s in labs:
+                    found = await asyncio.gather(*(hv.domain_state(d) for d in s.domains))
+                    counts[s.lab_id] = sum(1 for st in found if st == "running")
+        except HarnessError:  # an unreachable libvirt only hides the count
+            counts.update({s.lab_id: None for s in labs})
+    return counts
 
 
 @lab_app.command("down")

@@ -31,6 +31,7 @@ from testbed.guest.result import ExecResult
 from testbed.guest.ssh import GuestSession, generate_key, public_key_line
 from testbed.hypervisor.addressing import AddressPlan, plan_addresses
 from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.hostguard import ensure_host_guard
 from testbed.hypervisor.labstate import LabState, NodeState, all_lab_states
 from testbed.hypervisor.leases import LabLease, LeaseStore
 from testbed.hypervisor.overlays import create_overlay
@@ -79,9 +80,7 @@ class LabNode:
         """Run `command` on the guest. While it runs, the domain is watched: a guest that
         stops (destroyed, crashed, powered off) raises `GuestLost` within seconds instead of
         waiting for SSH keepalives to notice."""
-        work = asyncio.ensure_future(
-            self.session.exec(command, timeout=timeout, max_output=max_output, stdin=stdin)
-        )
+        work = asyncio.ensure_future(self.session.exec(command, timeout=timeout, max_output=max_output, stdin=stdin))
         if self.hypervisor is None:
             return await work
         watch = asyncio.ensure_future(self._watch_domain())
@@ -253,6 +252,8 @@ class Lab:
 
     async def _provision(self, images: dict[str, tuple[ImageDef, StoredImage]]) -> None:
         topo = self.topology
+        # before anything exists: a lab never comes up with its guests able to reach the host
+        self.progress("lab", f"host guard: {await ensure_host_guard(self.hv.uri)}")
         owned = await self.hv.owned_objects()
         existing_ids = {o.metadata.lab_id for o in owned}
         existing_ids |= {s.lab_id for s in all_lab_states(self.settings.labs_dir)}

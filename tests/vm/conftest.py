@@ -67,6 +67,18 @@ def vm_home(real_images_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         os.environ["TESTBED_HOME"] = old
 
 
+@pytest.fixture(autouse=True)
+def _reap_after_failure(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each VM test, reap whatever it left behind so that one test's leak (already
+    reported by its own assertion) cannot fail the next tests on the same worker."""
+    yield
+    if not IN_NETNS or "vm_home" not in request.fixturenames:
+        return
+    home = request.getfixturevalue("vm_home")
+    if leftovers(home) != {"domains": [], "networks": [], "labs": [], "leases": []}:
+        run_cli("reap", check=False)
+
+
 def run_cli(*args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run the real `testbed` CLI in a subprocess (same environment)."""
     proc = subprocess.run(
@@ -95,12 +107,16 @@ def leftovers(home: Path) -> dict[str, list[str]]:
     conn = libvirt.open(Settings.from_env().libvirt_uri)
     try:
 
-        def mine(xml: str) -> bool:
+        def mine(obj: libvirt.virDomain | libvirt.virNetwork) -> bool:
+            try:
+                xml = obj.XMLDesc(0)
+            except libvirt.libvirtError:
+                return False  # another worker's object vanished between list and lookup
             meta = LabMetadata.from_xml(xml)
             return meta is not None and meta.lab_dir.startswith(str(home))
 
-        domains = [d.name() for d in conn.listAllDomains(0) if mine(d.XMLDesc(0))]
-        networks = [n.name() for n in conn.listAllNetworks(0) if mine(n.XMLDesc(0))]
+        domains = [d.name() for d in conn.listAllDomains(0) if mine(d)]
+        networks = [n.name() for n in conn.listAllNetworks(0) if mine(n)]
     finally:
         conn.close()
     labs = [p.name for p in (home / "labs").iterdir()] if (home / "labs").exists() else []

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from testbed.hypervisor.lab import Lab
+from testbed.hypervisor.hostguard import TABLE, ensure_host_guard
+from testbed.hypervisor.lab import Lab, LabNode
 from testbed.model.topology import Topology
 from testbed.runtime import runtime
 
@@ -74,7 +76,42 @@ async def _exercise(serial_cache: Path) -> None:
             mode = await box.exec("stat -c %a /root/blob.bin")
             assert mode.stdout.strip() == "600"
 
+            await _host_services_unreachable(lab, box)
+
             # a dropped connection is re-established on the next command
             await box.session.close()
             again = await box.exec("hostname")
             assert again.stdout.strip() == "box"
+
+
+async def _host_services_unreachable(lab: Lab, box: LabNode) -> None:
+    """The host guard: a service on the host's own address of the lab's bridge is refused
+    to the guest (TCP and ping), while the host's SSH into the guest keeps working; with
+    the guard table removed the same request goes through, so the guard is what blocks."""
+    served: list[bytes] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        served.append(await reader.read(100))
+        writer.write(b"HTTP/1.0 200 OK\r\ncontent-length: 6\r\n\r\nhello\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "0.0.0.0", 0)
+    port = server.sockets[0].getsockname()[1]
+    assert lab.plan is not None
+    host_ip = lab.plan.host_ip
+    fetch = f"curl -s -m 5 http://{host_ip}:{port}/"
+    try:
+        blocked = await box.exec(fetch)
+        assert blocked.exit_code != 0 and "hello" not in blocked.stdout and not served
+        assert (await box.exec(f"ping -c 1 -W 2 {host_ip}")).exit_code != 0
+        subprocess.run(["nft", "delete", "table", "inet", TABLE], check=True)
+        try:
+            opened = await box.exec(fetch)
+            assert opened.exit_code == 0 and opened.stdout == "hello\n", opened
+        finally:
+            await ensure_host_guard(lab.hv.uri)
+        assert (await box.exec(fetch)).exit_code != 0
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
+import libvirt
 import pytest
 
 from testbed.config import Settings
@@ -47,8 +48,12 @@ def _check_isolation_from_second_lab(web_mgmt: str, web_lan: str) -> None:
         other = find_lab(Settings.from_env().labs_dir, "iso")
         assert other is not None
         host_ip = str(next(ipaddress.IPv4Network(f"{other.nodes['node'].mgmt_ip}/24", strict=False).hosts()))
-        # positive control: the node reaches its own host side
-        run_cli("lab", "exec", "iso", "node", "--", f"ping -c1 -W2 {host_ip}")
+        # positive control: the node has link to its own host side (ARP resolves the host's
+        # address; the host guard drops the ping itself, see test_guest_exec)
+        neigh = run_cli(
+            "lab", "exec", "iso", "node", "--", f"ping -c1 -W2 {host_ip} >/dev/null; ip neigh show {host_ip}"
+        )
+        assert "lladdr" in neigh.stdout, neigh.stdout
         # even with routes through its host, it reaches nothing of the other lab
         for target in (web_mgmt, web_lan):
             run_cli("lab", "exec", "iso", "node", "--", f"ip route replace {target}/32 via {host_ip}")
@@ -56,5 +61,15 @@ def _check_isolation_from_second_lab(web_mgmt: str, web_lan: str) -> None:
             assert probe.returncode != 0, f"lab iso reached {target} of lab t2:\n{probe.stdout}"
         names = leftovers(Path(Settings.from_env().home))
         assert len(names["domains"]) == 3
+        assert "ready (1/1 running)" in run_cli("lab", "list").stdout
+
+        # a detached lab whose domain died (libvirtd restart, host reboot) is shown as dead
+        conn = libvirt.open(Settings.from_env().libvirt_uri)
+        try:
+            conn.lookupByName(other.domains[0]).destroy()
+        finally:
+            conn.close()
+        listed = run_cli("lab", "list").stdout
+        assert "dead" in listed and "0/1" in listed, listed
     finally:
         run_cli("lab", "down", "iso")

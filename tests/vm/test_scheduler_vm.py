@@ -41,23 +41,39 @@ def launch(*args: str, timeout: float = 2400) -> subprocess.CompletedProcess[str
         return run_cli("launch", *args, timeout=timeout)
     log = Path(os.environ["TESTBED_HOME"]) / f"launch-{time.time_ns()}.log"
     with log.open("w") as fh:
-        proc = subprocess.run([sys.executable, "-m", _cli_module(), "launch", *args], stdout=fh, stderr=fh,
-                              timeout=timeout, check=False, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.run(
+            [sys.executable, "-m", _cli_module(), "launch", *args],
+            stdout=fh,
+            stderr=fh,
+            timeout=timeout,
+            check=False,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     output = log.read_text()
     if proc.returncode != 0:
         raise AssertionError(f"launch {' '.join(args)} exited {proc.returncode}:\n{output}")
     return subprocess.CompletedProcess(proc.args, proc.returncode, output, "")
+
 
 TASK = "config-permissions"  # single node, no reboot: the fastest starter task with noop
 
 
 def _job_file(tmp_path: Path, name: str, attempts: int, vm_slots: int, retries: int = 1) -> Path:
     path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": name, "tasks": [TASK], "images": ["debian-12"], "agent": "noop", "attempts": attempts,
-        "retry": {"limit": retries, "backoff_s": 1},
-        "hosts": [{"name": "local", "vm_slots": vm_slots, "boot_concurrency": 2}],
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "tasks": [TASK],
+                "images": ["debian-12"],
+                "agent": "noop",
+                "attempts": attempts,
+                "retry": {"limit": retries, "backoff_s": 1},
+                "hosts": [{"name": "local", "vm_slots": vm_slots, "boot_concurrency": 2}],
+            }
+        )
+    )
     return path
 
 
@@ -123,7 +139,11 @@ def test_killed_coordinator_is_resumed_without_running_anything_twice(vm_home: P
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", _cli_module(), "launch", str(job), "--db", url, "--no-progress"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -155,16 +175,22 @@ def test_killed_coordinator_is_resumed_without_running_anything_twice(vm_home: P
     assert_clean(vm_home)
 
 
-@pytest.mark.skipif(not os.environ.get("TESTBED_TEST_PG_SOCKET_URL"),
-                    reason="needs PostgreSQL reachable in the namespace: set TESTBED_TEST_PG_SOCKET_URL "
-                           "(scripts/start-postgres.sh; scripts/test.sh sets it)")
+@pytest.mark.skipif(
+    not os.environ.get("TESTBED_TEST_PG_SOCKET_URL"),
+    reason="needs PostgreSQL reachable in the namespace: set TESTBED_TEST_PG_SOCKET_URL "
+    "(scripts/start-postgres.sh; scripts/test.sh sets it)",
+)
 def test_two_coordinators_share_a_job_on_postgres(vm_home: Path, tmp_path: Path) -> None:
     url = os.environ["TESTBED_TEST_PG_SOCKET_URL"]
     job = _job_file(tmp_path, "shared", attempts=2, vm_slots=1)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     first = subprocess.Popen(
         [sys.executable, "-m", _cli_module(), "launch", str(job), "--db", url, "--no-progress"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     assert first.stdout is not None
     job_id = _job_id(first.stdout.readline())

@@ -1,0 +1,95 @@
+"""The host guard: guests may not reach the lab host's own services.
+
+A lab's management network gives the host an address on the lab's bridge so that the
+harness can SSH into the guests. Without a guard, a guest could use that address to reach
+every service the host listens on (a database, the dashboard, the environment API, sshd).
+DESIGN.md allows a guest to reach "not the lab host's services other than what the run is
+meant to reach", so before a lab's networks are created the host gets one nftables table,
+`inet testbed_guard`, whose input chain, for packets arriving on any testbed bridge
+(interface names `tb*`, see `lab.bridge_name`):
+
+- accepts replies to connections the host opened (`ct state established,related`: the
+  harness's SSH sessions and their ICMP errors);
+- accepts DHCP requests (udp 67: cloud-init images take their address from libvirt's
+  dnsmasq);
+- drops everything else (new TCP/UDP connections, pings, DNS).
+
+Forwarding between bridges is not this table's job: isolated libvirt networks (no
+`<forward>`) already reject it. The table is replaced atomically on every call (idempotent,
+safe when several labs start at once), applies to every present and future testbed
+bridge, and is left in place when labs go away: it matches nothing without `tb*` bridges.
+
+It is applied only when the libvirt URI is local (no host part): for a remote lab host it
+would have to be installed on that host, which testbed does not do (the function says so
+in its result). `TESTBED_HOST_GUARD=0` disables it, for hosts whose firewall is managed
+otherwise; the default is on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from urllib.parse import urlsplit
+
+from testbed.errors import HarnessError
+
+TABLE = "testbed_guard"
+BRIDGE_PATTERN = "tb*"
+
+RULESET = f"""\
+table inet {TABLE} {{}}
+delete table inet {TABLE}
+table inet {TABLE} {{
+    chain input {{
+        type filter hook input priority -10; policy accept;
+        iifname "{BRIDGE_PATTERN}" ct state established,related accept
+        iifname "{BRIDGE_PATTERN}" udp dport 67 accept
+        iifname "{BRIDGE_PATTERN}" counter drop
+    }}
+}}
+"""
+
+
+def uri_is_local(uri: str) -> bool:
+    """True for `qemu:///system`-style URIs (no host part)."""
+    return not urlsplit(uri).netloc
+
+
+def guard_enabled() -> bool:
+    return os.environ.get("TESTBED_HOST_GUARD", "1").strip().lower() not in {"0", "false", "no", "off"}
+
+
+async def ensure_host_guard(libvirt_uri: str) -> str:
+    """Install (or atomically replace) the guard table; returns what was done.
+
+    Raises HarnessError, with the fix, when it should apply but cannot be installed: a lab
+    must not come up with its guests able to reach the host's services.
+    """
+    if not guard_enabled():
+        return "disabled by TESTBED_HOST_GUARD=0"
+    if not uri_is_local(libvirt_uri):
+        return f"not applied: {libvirt_uri} is a remote host (install an equivalent rule there)"
+    nft = shutil.which("nft") or next((p for p in ("/usr/sbin/nft", "/sbin/nft") if os.path.exists(p)), None)
+    if nft is None:
+        raise HarnessError(
+            "nft not found: the host guard that keeps guests away from the host's services needs it; "
+            "install it (`apt-get install nftables`) or set TESTBED_HOST_GUARD=0 if the host firewall "
+            "already blocks input from tb* bridges"
+        )
+    proc = await asyncio.create_subprocess_exec(
+        nft,
+        "-f",
+        "-",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await proc.communicate(RULESET.encode())
+    if proc.returncode != 0:
+        raise HarnessError(
+            f"cannot install the host guard (nftables table inet {TABLE}): {err.decode(errors='replace').strip()}; "
+            "run as root (CAP_NET_ADMIN) or set TESTBED_HOST_GUARD=0 if the host firewall already "
+            "blocks input from tb* bridges"
+        )
+    return f"nftables table inet {TABLE} in place"
