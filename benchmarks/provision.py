@@ -7,7 +7,8 @@ capability probe is not counted):
 - testbed: `Lab` of topologies/single.yaml (leases, overlay, networks, domain, pinned-key SSH);
 - bare: qemu-system-x86_64 with the same kernel, initrd, cmdline, memory, vCPUs and
   accelerator on its own overlay, user-mode networking with a loopback port forward, and the
-  same seed passed by -fw_cfg; ready when SSH with the pinned key runs `true`.
+  same seed passed by -fw_cfg; ready when SSH with the pinned key runs `true`. It is moved
+  into a child of libvirt's `machine` cgroup so both compete for CPU on equal terms.
 Both use the same readiness loop. Also measures overlay creation on the real base and on an
 8 GiB base, to show its cost does not grow with the base's size.
 The last line: medians, their ratio (goal <= 1.10) and the overlay time (goal < 100 ms).
@@ -16,6 +17,7 @@ The last line: medians, their ratio (goal <= 1.10) and the overlay time (goal < 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import socket
 import statistics
@@ -104,6 +106,8 @@ async def bare_round(stored, memory: int, accel: str, image) -> float:  # type: 
             stderr=asyncio.subprocess.DEVNULL,
         )
 
+        placed = share_guest_cgroups(proc.pid)
+
         async def alive() -> bool:
             return proc.returncode is None
 
@@ -115,6 +119,40 @@ async def bare_round(stored, memory: int, accel: str, image) -> float:  # type: 
             await session.close()
             proc.kill()
             await proc.wait()
+            for group in placed:
+                with contextlib.suppress(OSError):
+                    group.rmdir()
+
+
+# cgroup roots holding libvirt's guests: v1 controllers that weigh CPU, and v2 (unified)
+CGROUP_MACHINE_DIRS = [
+    Path("/sys/fs/cgroup/cpu/machine"),
+    Path("/sys/fs/cgroup/cpuacct/machine"),
+    Path("/sys/fs/cgroup/unified/machine"),
+    Path("/sys/fs/cgroup/machine"),
+]
+
+
+def share_guest_cgroups(pid: int) -> list[Path]:
+    """Put the bare QEMU beside libvirt's guests, in a child of the `machine` cgroup.
+
+    libvirt places every guest under `machine`, which as a whole weighs as much as one
+    process of the root cgroup (cgroup v1 `cpu.shares` 1024): on a busy host a libvirt guest
+    gets far less CPU than a QEMU started from a shell. Comparing like with like means the
+    bare QEMU competes under the same parent. Returns the groups created (removed after).
+    """
+    placed = []
+    for machine in CGROUP_MACHINE_DIRS:
+        if not (machine / "cgroup.procs").exists():
+            continue
+        group = machine / f"bench-bare-{pid}"
+        try:
+            group.mkdir(exist_ok=True)
+            (group / "cgroup.procs").write_text(f"{pid}\n")
+            placed.append(group)
+        except OSError as exc:
+            print(f"note: cannot place bare QEMU in {group}: {exc}", flush=True)
+    return placed
 
 
 async def overlay_times(base: Path, repeat: int = 20) -> list[float]:

@@ -140,7 +140,8 @@ def _c_os(d: Mapping[str, Any]) -> Collections:
     }
 
 
-def _c_tmp_files(d: Mapping[str, Any]) -> Collections:
+def _c_entries(d: Mapping[str, Any]) -> Collections:
+    """``tmp_files`` and ``app_files``: one ``entries`` collection keyed by path."""
     return {"entries": {p: _stat_record(e) for p, e in _dict(d.get("entries")).items()}}
 
 
@@ -299,7 +300,7 @@ _DIAGNOSTIC_KEYS = frozenset({"unparsed", "stderr", "truncated", "unavailable_pa
 COLLECTORS: dict[str, Callable[[Mapping[str, Any]], Collections]] = {
     "boot": _c_boot,
     "os": _c_os,
-    "tmp_files": _c_tmp_files,
+    "tmp_files": _c_entries,
     "services": _c_services,
     "listening": _c_listening,
     "processes": _c_processes,
@@ -315,6 +316,7 @@ COLLECTORS: dict[str, Callable[[Mapping[str, Any]], Collections]] = {
     "sysctl": _c_sysctl,
     "etc_files": lambda d: {"files": _c_files(d)},
     "secrets": _c_secrets,
+    "app_files": _c_entries,
     "network": _c_network,
 }
 """Probe name → function reducing its parsed dict to comparable collections."""

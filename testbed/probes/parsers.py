@@ -60,6 +60,7 @@ PROBES: tuple[str, ...] = (
     "sysctl",
     "etc_files",
     "secrets",
+    "app_files",
     "network",
 )
 """Probe names in the order the script runs them."""
@@ -1352,6 +1353,17 @@ def parse_secrets(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dict[
     return {"files": out}
 
 
+def parse_app_files(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dict[str, Any]:
+    """``{"entries": {path: stat entry}, "count": int}``: regular files, symlinks and
+    directories at most 6 levels below the application/data roots (/srv, /var/www, /opt,
+    /root, /home, /usr/local), without dot-directories, ``__pycache__`` and /opt/testbed;
+    dependency trees (node_modules, site-/dist-packages) are listed but not entered. No
+    content hashes: changes show in size, mode, owner or mtime. A listing cut at 5000
+    entries carries ``truncated``."""
+    entries = parse_stat_lines(sec.lines("entries"), unparsed)
+    return {"entries": entries, "count": len(entries)}
+
+
 _IP_ADDR_RE = re.compile(r"^\d+:\s+(\S+?)(?:@\S+)?\s+(inet6?)\s+(\S+)(.*)$")
 
 
@@ -1405,6 +1417,7 @@ PARSERS: dict[str, ProbeParser] = {
     "sysctl": parse_sysctl,
     "etc_files": parse_etc_files,
     "secrets": parse_secrets,
+    "app_files": parse_app_files,
     "network": parse_network,
 }
 """One parser per probe: ``(section, context, unparsed) -> dict``; they append what they

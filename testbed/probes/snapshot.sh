@@ -84,6 +84,10 @@ TB_STATFMT="%F${TB_TAB}%a${TB_TAB}%u${TB_TAB}%u${TB_TAB}%g${TB_TAB}%g${TB_TAB}%s
 # Roots listed by `tmp_files` and searched by `secrets` (overridable for tests; no blanks).
 TB_TMP_ROOTS=${TESTBED_PROBE_TMP_DIRS:-/tmp /var/tmp /dev/shm}
 TB_SECRET_ROOTS=${TESTBED_PROBE_SECRET_DIRS:-/root /home /tmp /var/tmp /opt /srv /var/www /mnt}
+# Roots listed by `app_files` (application and user data; small, telling roots first so that
+# the cap cuts the big ones) and the harness's own tree it leaves out (overridable for tests).
+TB_APP_ROOTS=${TESTBED_PROBE_APP_DIRS:-/srv /var/www /opt /root /home /usr/local}
+TB_APP_SKIP=${TESTBED_PROBE_APP_SKIP:-/opt/testbed}
 # The directory whose presence means "systemd is PID 1" (overridable for tests).
 TB_SYSTEMD_RUN=${TESTBED_PROBE_SYSTEMD_RUN:-/run/systemd/system}
 
@@ -904,6 +908,34 @@ p_etc_files() {
     tb_part_end sha256 "$TB_RC"
 }
 
+# tb_app_find ROOT...: one stat line for each regular file, symlink and directory at most 6
+# levels below the roots, in ONE walk (batched stat, no process per file), staying on their
+# file systems. Pruned: dot-directories (caches, VCS metadata, virtualenvs, ~/.ssh: noise, or
+# listed by their own probes), __pycache__, TB_APP_SKIP and this script's work directory.
+# Dependency trees (node_modules, site-packages, dist-packages) are listed but not entered.
+tb_app_find() {
+    tb_t 60 find "$@" -xdev -maxdepth 6 \( -path "${TB_W:-/nonexistent}" -o -path "$TB_APP_SKIP" \
+        -o -name __pycache__ -o -type d -name '.?*' \) -prune -o \( \( -name node_modules \
+        -o -name site-packages -o -name dist-packages \) -prune -o -type f -o -type l -o -type d \) \
+        -exec stat -c "$TB_STATFMT" {} + | head -n $((TB_LIMIT + 1))
+}
+
+p_app_files() {
+    # shellcheck disable=SC2086
+    tb_existing $TB_APP_ROOTS
+    if [ -z "$TB_FILES" ]; then
+        tb_unavail app_files "none of $TB_APP_ROOTS exists"
+        return
+    fi
+    _tb_ifs=$IFS
+    IFS=$TB_NL
+    # shellcheck disable=SC2086
+    set -- $TB_FILES
+    IFS=$_tb_ifs
+    TB_LIMIT=5000
+    tb_part_m S entries 5000 tb_app_find "$@"
+}
+
 # tb_secret_find: print candidate files under TB_SECRET_DIRS in one walk: by name (key
 # material, certificates, credential stores; any depth) or else by a PEM private-key header
 # (files < 64 KiB at most 5 levels below a root, so that big trees stay cheap). Caches,
@@ -980,7 +1012,7 @@ tb_main() {
     tb_up
     printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"
     for _tb_probe in boot os tmp_files services listening processes users sudoers authorized_keys \
-        packages repos pkg_health firewall cron mounts sysctl etc_files secrets network; do
+        packages repos pkg_health firewall cron mounts sysctl etc_files secrets app_files network; do
         tb_want "$_tb_probe" || continue
         tb_begin "$_tb_probe"
         "p_$_tb_probe"

@@ -194,7 +194,7 @@ def scenario(debian: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     add_etc(after, "/etc/sudoers.d/tester", SHA_B, mode="0440")
     after["sudoers"]["files"]["/etc/sudoers.d/tester"] = stat(mode="0440", sha256=SHA_B)
     after["sudoers"]["rules"].append({"file": "/etc/sudoers.d/tester", "line": "tester ALL=(ALL) NOPASSWD:ALL"})
-    # test_app_data (a probe listing /opt; today no probe does, the generic handler covers it)
+    # test_app_data: the app_files probe lists /srv, /opt, /root, /home, /var/www, /usr/local
     after["app_files"] = {
         "entries": {"/opt": stat("dir"), "/opt/app": stat("dir"), "/opt/app/data.json": stat(size=3, sha256=SHA_A)}
     }
@@ -683,3 +683,43 @@ def test_more_handlers_merge_probes(more: ResidueResult) -> None:
     assert probes["path:/tmp/server2.key"] == {"tmp_files", "secrets"}
     reasons = {(e["probe"], e["key"]): e["reason"] for e in more.excluded}
     assert reasons[("etc_files", "/etc/systemd/system/multi-user.target.wants")].startswith("noise")
+
+
+HEADER = "nft table inet filter > chain input: type filter hook input priority filter; policy accept;"
+
+
+@pytest.mark.parametrize(
+    ("rules", "reported"),
+    [
+        # the firewall-persist oracle: a new accept chain holding only the expected rule
+        ([HEADER, "nft table inet filter > chain input: tcp dport 9000 counter drop"], False),
+        # the same chain with an unexpected rule as well: the chain and the rule are residue
+        (
+            [
+                HEADER,
+                "nft table inet filter > chain input: tcp dport 9000 drop",
+                "nft table inet filter > chain input: tcp dport 22 drop",
+            ],
+            True,
+        ),
+        # an accept chain on its own is still a change the task did not ask for
+        ([HEADER], True),
+        # a drop-policy chain filters by itself: never excused
+        (
+            [
+                HEADER.replace("policy accept", "policy drop"),
+                "nft table inet filter > chain input: tcp dport 9000 drop",
+            ],
+            True,
+        ),
+    ],
+)
+def test_accept_chain_holding_only_expected_rules_is_not_residue(
+    debian: dict[str, Any], rules: list[str], reported: bool
+) -> None:
+    base = copy.deepcopy(debian)
+    after = copy.deepcopy(debian)
+    after["firewall"]["rules"].extend(rules)
+    cmds = [agent(2, "nft -f /etc/nftables.conf")]
+    res = find_residue({"web": {"after_setup": base, "after_agent": after}}, cmds, Expected(ports=[9000]))
+    assert (res.verdict == "yes") is reported, [f.summary for f in res.findings]

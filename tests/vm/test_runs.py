@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.agents.base import Action, Agent, AgentContext, Observation
 from testbed.config import Settings
 from testbed.db.engine import open_database
-from testbed.db.models import Check, Command, Node, Phase, Run, Snapshot
+from testbed.db.models import Check, Command, Finding, Node, Phase, Run, Snapshot
 from testbed.hypervisor.xml import LabMetadata
 from testbed.model.task import discover_tasks, load_task
 from testbed.runner.run import Runner, RunRequest
@@ -30,8 +30,12 @@ TASKS = [p.name for p in discover_tasks(ROOT)]
 
 def run_task(task_id: str, agent: str | Agent, db: sessionmaker[Session]) -> str:
     task = load_task(ROOT / "tasks" / task_id, images=set(image_catalog()))
-    request = RunRequest(task, task.definition.images[0], agent if isinstance(agent, str) else agent.name,
-                         agent_instance=agent if isinstance(agent, Agent) else None)
+    request = RunRequest(
+        task,
+        task.definition.images[0],
+        agent if isinstance(agent, str) else agent.name,
+        agent_instance=agent if isinstance(agent, Agent) else None,
+    )
 
     async def go() -> str:
         async with runtime() as rt:
@@ -47,8 +51,10 @@ def assert_recorded_in_full(db: sessionmaker[Session], run_id: str) -> Run:
         nodes = s.scalars(select(Node).where(Node.run_id == run_id)).all()
         assert nodes and all(n.os_release and "Debian" in n.os_release for n in nodes)
         for node in nodes:
-            points = {p for p in s.scalars(select(Snapshot.point).where(Snapshot.run_id == run_id,
-                                                                        Snapshot.node == node.name))}
+            points = {
+                p
+                for p in s.scalars(select(Snapshot.point).where(Snapshot.run_id == run_id, Snapshot.node == node.name))
+            }
             assert {"before_setup", "after_setup", "after_agent"} <= points, (node.name, points)
         commands = s.scalars(select(Command).where(Command.run_id == run_id).order_by(Command.seq)).all()
         assert [c.seq for c in commands] == list(range(1, len(commands) + 1))
@@ -66,7 +72,11 @@ def test_oracle_passes_and_noop_fails(task_id: str, vm_home: Path, tmp_path: Pat
     db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
     oracle = run_task(task_id, "oracle", db)
     noop = run_task(task_id, "noop", db)
-    assert assert_recorded_in_full(db, oracle).outcome == "passed"
+    oracle_run = assert_recorded_in_full(db, oracle)
+    assert oracle_run.outcome == "passed"
+    with db() as s:
+        left = s.scalars(select(Finding).where(Finding.run_id == oracle, Finding.kind == "residue")).all()
+    assert oracle_run.residue == "no", [(f.category, f.summary) for f in left]
     assert assert_recorded_in_full(db, noop).outcome == "failed"
     task = load_task(ROOT / "tasks" / task_id, images=set(image_catalog()))
     if task.definition.persistence_required:
@@ -96,7 +106,10 @@ class DestroyGuestAgent(Agent):
         conn = libvirt.open(Settings.from_env().libvirt_uri)
         try:
             for dom in conn.listAllDomains(0):
-                meta = LabMetadata.from_xml(dom.XMLDesc(0))
+                try:
+                    meta = LabMetadata.from_xml(dom.XMLDesc(0))
+                except libvirt.libvirtError:
+                    continue  # another worker's domain vanished meanwhile
                 if meta and meta.lab_dir.startswith(str(self.home)):
                     dom.destroy()
         finally:
@@ -116,8 +129,10 @@ def test_destroyed_guest_ends_run_as_error(vm_home: Path, tmp_path: Path) -> Non
     assert_clean(vm_home)
 
 
-@pytest.mark.skipif(not os.environ.get("TESTBED_TEST_PG_SOCKET_URL"),
-                    reason="needs PostgreSQL: scripts/test.sh starts one and sets TESTBED_TEST_PG_SOCKET_URL")
+@pytest.mark.skipif(
+    not os.environ.get("TESTBED_TEST_PG_SOCKET_URL"),
+    reason="needs PostgreSQL: scripts/test.sh starts one and sets TESTBED_TEST_PG_SOCKET_URL",
+)
 def test_run_recorded_in_postgresql(vm_home: Path) -> None:
     url = os.environ["TESTBED_TEST_PG_SOCKET_URL"]
     proc = run_cli("run", str(ROOT / "tasks" / "web-port-conflict"), "--agent", "noop", "--db", url, check=False)
