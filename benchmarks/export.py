@@ -1,7 +1,8 @@
 """Benchmark of `testbed export` on a large SQLite run database.
 
 Creates a SQLite database (migrated to head) holding COMMANDS synthetic commands over a few
-hundred runs (bulk `executemany` in one transaction), then, each in its own child process
+hundred runs, plus TURNS model turns per run (an LLM agent's calls: messages, reply, tool
+calls, tokens) (bulk `executemany` in one transaction), then, each in its own child process
 so that `ru_maxrss` is the peak of that work alone:
 
 1. `export_dataset(..., redact=False)` of the whole database (the figure of the last line);
@@ -10,12 +11,13 @@ so that `ru_maxrss` is the peak of that work alone:
    (DuckDB's own sqlite extension cannot be installed offline; this is the closest
    DuckDB-native path: DuckDB does the Parquet writing, Python only hands it the rows);
 3. `export_dataset(..., redact=True)` of one job holding REDACT_SHARE of the commands, to
-   report redaction throughput (redaction runs ~20 regular expressions over every text;
-   its cost is reported separately rather than mixed into the ratio).
+   report redaction throughput (every text of every table goes through
+   `testbed.analysis.redact`; its cost is reported separately rather than mixed into the
+   ratio).
 
 Last line: `export N commands: T s, peak M MiB, ratio vs DuckDB R (goal <= 2.0, memory < 1 GiB)`.
 
-Usage: python benchmarks/export.py [--commands N] [--runs R] [--keep DIR [--reuse]]
+Usage: python benchmarks/export.py [--commands N] [--runs R] [--turns T] [--keep DIR [--reuse]]
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 REDACT_SHARE = 0.05
+TURNS_PER_RUN = 10
 
 _COMMANDS = [
     "systemctl status nginx",
@@ -76,13 +79,38 @@ def _ts(value: datetime) -> str:
     return value.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-def create_database(path: Path, commands: int, runs: int, seed: int = 7) -> dict[str, Any]:
+def _turn_rows(run_id: str, start: datetime, turns: int, rng: random.Random) -> list[tuple[Any, ...]]:
+    """`turns` model turns of one run: each sends the previous command's output and asks for one command."""
+    rows = []
+    for seq in range(1, turns + 1):
+        v = {"pkg": rng.choice(_PKGS), "n": rng.randint(0, 999), "m": rng.randint(0, 59),
+             "port": rng.choice([80, 8080, 443, 5432]), "pid": rng.randint(100, 99999)}  # fmt: skip
+        command = rng.choice(_COMMANDS).format(**v)
+        arguments = json.dumps({"node": "node", "command": command})
+        call = {"id": f"call_{seq}", "type": "function", "function": {"name": "run", "arguments": arguments}}
+        if seq == 1:
+            messages = [{"role": "system", "content": "You are a Linux system administrator. Nodes: node, client."},
+                        {"role": "user", "content": f"Make {v['pkg']} listen on port {v['port']}."}]  # fmt: skip
+        else:
+            output = "\n".join(rng.choice(_OUT_LINES).format(**v) for _ in range(rng.randint(1, 6)))
+            messages = [{"role": "tool", "tool_call_id": f"call_{seq - 1}", "content": f"exit 0\n{output}"}]
+        response = {"role": "assistant", "content": None, "tool_calls": [call]}
+        tool_calls = [{"id": f"call_{seq}", "name": "run", "arguments": arguments, "error": None}]
+        prompt = 400 + 150 * seq
+        rows.append((run_id, seq, "bench-model", _ts(start + timedelta(seconds=seq * 7)), rng.randint(300, 4000),
+                     json.dumps(messages), json.dumps(response), json.dumps(tool_calls), "tool_calls", prompt, 25,
+                     prompt + 25, None))  # fmt: skip
+    return rows
+
+
+def create_database(path: Path, commands: int, runs: int, seed: int = 7, turns: int = TURNS_PER_RUN) -> dict[str, Any]:
     """Create and fill the database; return what was inserted."""
     from testbed.db.migrate import upgrade
 
     url = f"sqlite:///{path}"
     upgrade(url)
     rng = random.Random(seed)
+    turn_rng = random.Random(seed + 1)  # its own stream: the other rows are the same whatever --turns
     con = sqlite3.connect(path, isolation_level=None)
     con.execute("PRAGMA journal_mode=WAL")
     con.execute("PRAGMA synchronous=OFF")
@@ -94,7 +122,7 @@ def create_database(path: Path, commands: int, runs: int, seed: int = 7) -> dict
         "INSERT INTO jobs (id, name, created_at, config) VALUES (?, ?, ?, ?)",
         [("a" * 32, "bulk", _ts(t0), "{}"), ("b" * 32, "sample", _ts(t0), "{}")],
     )
-    run_rows, node_rows, snap_rows, check_rows, finding_rows = [], [], [], [], []
+    run_rows, node_rows, snap_rows, check_rows, finding_rows, turn_rows = [], [], [], [], [], []
     for r in range(runs):
         run_id = f"{r:032x}"
         start = t0 + timedelta(minutes=r)
@@ -113,6 +141,7 @@ def create_database(path: Path, commands: int, runs: int, seed: int = 7) -> dict
             snap_rows.append((run_id, "node", point, _ts(start), json.dumps(data)))
         check_rows.append((run_id, "R1", "nginx answers", "after_agent", "node", "passed", '{"exit_code": 0}'))
         finding_rows.append((run_id, "node", "residue", "file", "left /tmp/x", '{"path": "/tmp/x"}', None))
+        turn_rows += _turn_rows(run_id, start, turns, turn_rng)
     con.executemany(
         "INSERT INTO runs (id, job_id, task_id, task_category, variant, image, agent, attempt, state, outcome, "
         "reward, residue, host, created_at, started_at, finished_at, error, config) "
@@ -133,6 +162,12 @@ def create_database(path: Path, commands: int, runs: int, seed: int = 7) -> dict
         "INSERT INTO findings (run_id, node, kind, category, summary, evidence, command_id) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
         finding_rows,
+    )
+    con.executemany(
+        "INSERT INTO model_turns (run_id, seq, model, started_at, latency_ms, messages, response, tool_calls, "
+        "finish_reason, prompt_tokens, completion_tokens, total_tokens, error) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        turn_rows,
     )
 
     def command_rows() -> Any:
@@ -176,9 +211,10 @@ def describe_database(path: Path) -> dict[str, Any]:
     try:
         total = con.execute("SELECT count(*) FROM commands").fetchone()[0]
         runs = con.execute("SELECT count(*) FROM runs").fetchone()[0]
+        turns = con.execute("SELECT count(*) FROM model_turns").fetchone()[0]
     finally:
         con.close()
-    return {"commands": total, "runs": runs, "sample_job": "b" * 32}
+    return {"commands": total, "runs": runs, "turns": turns, "sample_job": "b" * 32}
 
 
 # --- child processes ------------------------------------------------------------------------
@@ -201,7 +237,8 @@ def child_export(db: str, out: str, redact: bool, job: str | None) -> dict[str, 
     result = export_dataset(make_engine(f"sqlite:///{db}"), Path(out), selection=RunFilter(job_id=job), redact=redact)
     seconds = time.perf_counter() - start
     rows = result.tables["commands"].rows
-    return {"seconds": seconds, "cpu_s": _cpu_s() - cpu, "peak_mib": _peak_mib(), "rows": rows}
+    turns = result.tables["model_turns"].rows
+    return {"seconds": seconds, "cpu_s": _cpu_s() - cpu, "peak_mib": _peak_mib(), "rows": rows, "turns": turns}
 
 
 def child_duckdb(db: str, out: str) -> dict[str, Any]:
@@ -251,6 +288,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--commands", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=400)
+    parser.add_argument("--turns", type=int, default=TURNS_PER_RUN, help="model turns per run")
     parser.add_argument("--keep", type=Path, help="Work in this directory and keep it.")
     parser.add_argument("--reuse", action="store_true", help="With --keep: reuse the database made by a former run.")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -271,16 +309,18 @@ def main() -> None:
     try:
         if args.reuse and db.exists():
             info = describe_database(db)
-            print(f"reusing {db}: {info['commands']} commands over {info['runs']} runs", flush=True)
+            print(f"reusing {db}: {info['commands']} commands and {info['turns']} model turns over {info['runs']} runs",
+                  flush=True)  # fmt: skip
         else:
             db.unlink(missing_ok=True)
             start = time.perf_counter()
-            info = create_database(db, args.commands, args.runs)
-            print(f"created {info['commands']} commands over {info['runs']} runs in "
+            info = create_database(db, args.commands, args.runs, turns=args.turns)
+            print(f"created {info['commands']} commands and {info['turns']} model turns over {info['runs']} runs in "
                   f"{time.perf_counter() - start:.1f} s ({db.stat().st_size / 2**20:.0f} MiB)", flush=True)  # fmt: skip
         ours = _run_child("export", str(db), str(work / "out"), "0", "")
         print(f"testbed export --no-redact: {ours['seconds']:.1f} s wall, {ours['cpu_s']:.1f} s CPU, "
-              f"peak {ours['peak_mib']:.0f} MiB, {ours['rows']} commands", flush=True)  # fmt: skip
+              f"peak {ours['peak_mib']:.0f} MiB, {ours['rows']} commands, {ours['turns']} model turns",
+              flush=True)  # fmt: skip
         base = _run_child("duckdb", str(db), str(work / "duck"))
         print(f"DuckDB baseline (sqlite3 rows -> Arrow -> DuckDB COPY TO parquet zstd, commands only): "
               f"{base['seconds']:.1f} s wall, {base['cpu_s']:.1f} s CPU, peak {base['peak_mib']:.0f} MiB",

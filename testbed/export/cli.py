@@ -55,7 +55,7 @@ def export_command(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
 ) -> None:
-    """Export runs, tasks, nodes, commands, snapshots, checks and findings as Parquet + a dataset card."""
+    """Export runs, tasks, nodes, commands, snapshots, checks, findings and model turns as Parquet + a card."""
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, None, "exists and is not a directory")
     sessions = open_database(database_url(db))

@@ -4,7 +4,7 @@ Layout written to `out_dir` (the directory is created; files of a previous expor
 replaced, other files are left alone):
 
     runs.parquet  tasks.parquet  nodes.parquet  commands.parquet
-    snapshots.parquet  checks.parquet  findings.parquet  README.md
+    snapshots.parquet  checks.parquet  findings.parquet  model_turns.parquet  README.md
 
 Contracts:
 
@@ -20,7 +20,8 @@ Contracts:
 - `redact=True` passes the free text of every row through `testbed.analysis.redact.redact`
   — commands: command, stdout, stderr, error; runs: error; checks: description and every
   string in detail; findings: summary and every string in evidence; snapshots: every
-  string in data — and `redacted` lists the kinds found, plus (commands) the kinds the
+  string in data; model_turns: every string (keys too) in messages, response and
+  tool_calls, and error — and `redacted` lists the kinds found, plus (commands) the kinds the
   recorder had already redacted at capture time (`commands.redacted` in the database).
   `redact=False` exports the text as stored; `redacted` then only carries the database's
   capture-time kinds (commands) or is empty.
@@ -55,7 +56,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql import Executable
 from sqlalchemy.sql.elements import ColumnElement
 
-from testbed.db.models import Check, Command, Finding, Job, Node, Run, Snapshot
+from testbed.db.models import Check, Command, Finding, Job, ModelTurn, Node, Run, Snapshot
 from testbed.db.recorder import engine_of
 from testbed.db.types import utcnow
 from testbed.export.redaction import Redactor
@@ -70,6 +71,8 @@ FETCH_ROWS = 2_000
 """Rows fetched from the database at a time."""
 SNAPSHOT_BATCH_ROWS = 500
 """Snapshots carry large JSON documents: smaller batches."""
+MODEL_TURN_BATCH_ROWS = 1_000
+"""Model turns carry whole chat messages (tool output included): smaller batches."""
 
 Database = Engine | sessionmaker[Session]
 
@@ -121,6 +124,11 @@ class ExportResult:
 def _json_text(value: Any) -> str | None:
     if value is None:
         return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _json_text_not_null(value: Any) -> str:
+    """`_json_text` for a NOT NULL JSON column: a stored JSON null is the text `null`."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -242,12 +250,15 @@ class _Exporter:
                 Run.image,
                 Run.agent,
                 Run.attempt,
+                Run.retry,
+                Run.retry_of,
                 Run.state,
                 Run.outcome,
                 Run.reward,
                 Run.residue,
                 Run.host,
                 c.ts(Run.created_at),
+                c.ts(Run.not_before),
                 c.ts(Run.started_at),
                 c.ts(Run.finished_at),
                 Run.error,
@@ -259,13 +270,13 @@ class _Exporter:
         )
         names = [
             "id", "job_id", "job_name", "task_id", "task_category", "variant", "image", "agent", "attempt",
-            "state", "outcome", "reward", "residue", "host", "created_at", "started_at", "finished_at",
-            "error", "config",
+            "retry", "retry_of", "state", "outcome", "reward", "residue", "host", "created_at", "not_before",
+            "started_at", "finished_at", "error", "config",
         ]  # fmt: skip
 
         def convert(rows: list[Any]) -> tuple[pa.RecordBatch, int]:
             cols: dict[str, Any] = dict(zip(names, map(list, zip(*rows, strict=True)), strict=True))
-            for key in ("created_at", "started_at", "finished_at"):
+            for key in ("created_at", "not_before", "started_at", "finished_at"):
                 cols[key] = c.ts_array(cols[key])
             cols["duration_s"] = pc.divide(
                 pc.cast(pc.subtract(cols["finished_at"], cols["started_at"]), pa.int64()), 1e6
@@ -426,6 +437,43 @@ class _Exporter:
             "findings", stmt, self._count(Finding),
             self._text_and_json_converter("findings", names, "summary", "evidence"),
         )  # fmt: skip
+
+    # --- model turns
+
+    def model_turns(self) -> _Source:
+        c = self.cols
+        stmt = (
+            select(ModelTurn.id, ModelTurn.run_id, ModelTurn.seq, ModelTurn.model, c.ts(ModelTurn.started_at),
+                   ModelTurn.latency_ms, c.json(ModelTurn.messages), c.json(ModelTurn.response),
+                   c.json(ModelTurn.tool_calls), ModelTurn.finish_reason, ModelTurn.prompt_tokens,
+                   ModelTurn.completion_tokens, ModelTurn.total_tokens, ModelTurn.error)
+            .where(*self._child_where(ModelTurn.run_id))
+            .order_by(ModelTurn.id)
+        )  # fmt: skip
+        names = [
+            "id", "run_id", "seq", "model", "started_at", "latency_ms", "messages", "response", "tool_calls",
+            "finish_reason", "prompt_tokens", "completion_tokens", "total_tokens", "error",
+        ]  # fmt: skip
+        redactor = self.redactor
+
+        def convert(rows: list[Any]) -> tuple[pa.RecordBatch, int]:
+            cols: dict[str, Any] = dict(zip(names, map(list, zip(*rows, strict=True)), strict=True))
+            cols["started_at"] = c.ts_array(cols["started_at"])
+            messages, responses, calls, errors = (cols[k] for k in ("messages", "response", "tool_calls", "error"))
+            redacted: list[list[str]] = []
+            hits = 0
+            for i in range(len(rows)):
+                kinds: set[str] = set()
+                messages[i] = _json_text_not_null(redactor.json(_parse_json(messages[i]), kinds))
+                responses[i] = _json_text(redactor.json(_parse_json(responses[i]), kinds))
+                calls[i] = _json_text_not_null(redactor.json(_parse_json(calls[i]), kinds))
+                errors[i] = redactor.text(errors[i], kinds)
+                redacted.append(_kinds_list(kinds))
+                hits += bool(kinds)
+            cols["redacted"] = redacted
+            return _record_batch("model_turns", cols), hits
+
+        return _Source("model_turns", stmt, self._count(ModelTurn), convert, (6, 7, 8), MODEL_TURN_BATCH_ROWS)
 
     def _text_and_json_converter(
         self, table: str, names: list[str], text_col: str, json_col: str

@@ -8,12 +8,13 @@ Contracts:
   `testbed.schema_version`. `pq.read_schema(path).equals(SCHEMAS[t])` holds for every
   exported file (metadata included).
 - Timestamps are `timestamp[us, tz=UTC]`. Ids of `commands`/`nodes`/`snapshots`/`checks`/
-  `findings` are int64, run and job ids 32-character strings.
+  `findings`/`model_turns` are int64, run and job ids 32-character strings.
 - A field is nullable exactly where the database column is nullable, or where the value is
   derived and can be missing (e.g. `runs.duration_s` of an unfinished run). `impact` and
   `redacted` are never null (empty list when there is nothing).
 - JSON columns of the database are JSON text (`string`) here, except `commands.impact`
-  which is `list<string>`.
+  which is `list<string>`; a JSON column the database never leaves NULL is never null here
+  (a stored JSON `null` is the text `null`).
 - `SCHEMA_VERSION` changes whenever a schema changes incompatibly.
 """
 
@@ -21,10 +22,20 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "1"
-"""Version of the exported layout; stored in each file's schema metadata and in the card."""
+SCHEMA_VERSION = "2"
+"""Version of the exported layout; stored in each file's schema metadata and in the card.
+2: `model_turns` table; `runs.retry`, `runs.retry_of`, `runs.not_before`."""
 
-TABLE_NAMES: tuple[str, ...] = ("runs", "tasks", "nodes", "commands", "snapshots", "checks", "findings")
+TABLE_NAMES: tuple[str, ...] = (
+    "runs",
+    "tasks",
+    "nodes",
+    "commands",
+    "snapshots",
+    "checks",
+    "findings",
+    "model_turns",
+)
 """Every exported table, in export order."""
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -39,6 +50,7 @@ _TABLE_DESCRIPTIONS: dict[str, str] = {
     "snapshots": "Machine state of one node at one point of a run (JSON keyed by probe name).",
     "checks": "One verification of one task requirement at one point of a run.",
     "findings": "Residue, high-impact commands and safety violations the analysis found.",
+    "model_turns": "One row per model call of an LLM agent: messages sent, the reply, tool calls, tokens, latency.",
 }
 
 
@@ -72,13 +84,21 @@ SCHEMAS: dict[str, pa.Schema] = {
             _f("variant", pa.string(), True, "Image variant of the task."),
             _f("image", pa.string(), True, "Image the nodes were cloned from."),
             _f("agent", pa.string(), False, "Agent that worked on the task."),
-            _f("attempt", pa.int32(), False, "Attempt number (1 = first try; retries after harness errors)."),
+            _f("attempt", pa.int32(), False, "Attempt number within the job's matrix cell (1, 2, ...)."),
+            _f("retry", pa.int32(), False, "Harness-error retries of the cell before this run (0 = first try)."),
+            _f(
+                "retry_of",
+                pa.string(),
+                True,
+                "Run this one replaces (same cell; it ended in a harness error or was interrupted).",
+            ),
             _f("state", pa.string(), False, "Lifecycle state (finished once done)."),
             _f("outcome", pa.string(), True, "passed | failed | error | cancelled; null until finished."),
             _f("reward", pa.float64(), True, "Reward given to the agent."),
             _f("residue", pa.string(), True, "yes | no | undetermined: whether the agent left residue."),
             _f("host", pa.string(), True, "Lab host the run ran on."),
             _f("created_at", TIMESTAMP, False, "When the run was created (UTC)."),
+            _f("not_before", TIMESTAMP, True, "A retry's backoff: not started before this time (UTC)."),
             _f("started_at", TIMESTAMP, True, "When the run left pending (UTC)."),
             _f("finished_at", TIMESTAMP, True, "When the run finished (UTC)."),
             _f("duration_s", pa.float64(), True, "finished_at - started_at in seconds."),
@@ -183,6 +203,32 @@ SCHEMAS: dict[str, pa.Schema] = {
             _f("evidence", pa.string(), True, "Evidence (JSON text)."),
             _f("command_id", pa.int64(), True, "commands.id of the command that caused it, when known."),
             _f("command_seq", pa.int32(), True, "commands.seq of that command."),
+            _f("redacted", STRINGS, False, _REDACTED),
+        ],
+    ),
+    "model_turns": _schema(
+        "model_turns",
+        [
+            _f("id", pa.int64(), False, "Model turn row id (increases in recording order)."),
+            _f("run_id", pa.string(), False, "Run the turn belongs to."),
+            _f("seq", pa.int32(), False, "1, 2, 3, ... per run, in call order."),
+            _f("model", pa.string(), False, "Model that answered (as the endpoint named it, else as asked for)."),
+            _f("started_at", TIMESTAMP, False, "When the call was made (UTC)."),
+            _f("latency_ms", pa.int64(), False, "Wall time of the call in milliseconds."),
+            _f(
+                "messages",
+                pa.string(),
+                False,
+                "Chat messages added since the previous turn (JSON list); the conversation is the "
+                "concatenation, in seq order, of messages and response.",
+            ),
+            _f("response", pa.string(), True, "The assistant message returned (JSON); null if the call failed."),
+            _f("tool_calls", pa.string(), False, "Actions parsed from the response (JSON list, [] when none)."),
+            _f("finish_reason", pa.string(), True, "The endpoint's finish_reason."),
+            _f("prompt_tokens", pa.int64(), True, "Prompt tokens (endpoint usage; null when not reported)."),
+            _f("completion_tokens", pa.int64(), True, "Completion tokens (endpoint usage; null when not reported)."),
+            _f("total_tokens", pa.int64(), True, "Total tokens (endpoint usage; null when not reported)."),
+            _f("error", pa.string(), True, "Why the call failed, if it did."),
             _f("redacted", STRINGS, False, _REDACTED),
         ],
     ),

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
+import random
+import re
+
 import pytest
 
 from testbed.analysis.redact import redact
+
+mod = importlib.import_module("testbed.analysis.redact")  # the module (the package exports the function)
 
 PEM = (
     "-----BEGIN OPENSSH PRIVATE KEY-----\n"
@@ -130,3 +136,93 @@ def test_counts_and_kinds_over_a_whole_output() -> None:
 
 def test_empty_text() -> None:
     assert redact("").count == 0
+
+
+# Shell words and quoted strings: the whole secret is masked, up to the end of its word or
+# quoted string, and no further (the next field, command or closing quote stays).
+SHELL_WORDS = [
+    ("mysql -pS3cr&t99", "mysql -p[REDACTED:password]"),
+    ("mysql -u root -pS3cr&t99 -e 'select 1'", "mysql -u root -p[REDACTED:password] -e 'select 1'"),
+    ("mysql -pab;cd|ef db", "mysql -p[REDACTED:password] db"),
+    ("mysql -pabc&&ls", "mysql -p[REDACTED:password]&&ls"),
+    ("mysql -pabc; ls", "mysql -p[REDACTED:password]; ls"),
+    ("mysql -p'a b'c db", "mysql -p[REDACTED:password] db"),
+    ("sh -c 'mysql -pab&cd -e x'", "sh -c 'mysql -p[REDACTED:password] -e x'"),
+    ("PASSWORD='ab&cd'", "PASSWORD='[REDACTED:password]'"),
+    ('PASSWORD="a;b|c&d"', 'PASSWORD="[REDACTED:password]"'),
+    ("PASSWORD=ab&cd", "PASSWORD=[REDACTED:password]"),
+    ("export DB_PASSWORD=ab;cd|ef", "export DB_PASSWORD=[REDACTED:password]"),
+    ("export PASSWORD=ab&cd && echo ok", "export PASSWORD=[REDACTED:password] && echo ok"),
+    ("password=abc&& ls", "password=[REDACTED:password]&& ls"),
+    ("password=abc; ls", "password=[REDACTED:password]; ls"),
+    ("password=abc|", "password=[REDACTED:password]|"),
+    ("password=abc &", "password=[REDACTED:password] &"),
+    ("echo 'PASSWORD=ab&cd' | tee /etc/app.env", "echo 'PASSWORD=[REDACTED:password]' | tee /etc/app.env"),
+    ("https://h/x?user=bob&password=Hunter2&next=1", "https://h/x?user=bob&password=[REDACTED:password]&next=1"),
+    ("Server=db;Password=Pa;ss;Database=app", "Server=db;Password=[REDACTED:password];Database=app"),
+    ("password=a&b&token=c1d2", "password=[REDACTED:password]&token=[REDACTED:password]"),
+    ("PASSWORD=abc;echo u:pw9 | chpasswd", "PASSWORD=[REDACTED:password];echo u:[REDACTED:password] | chpasswd"),
+    ("mysqladmin --password=Xy&z9 status", "mysqladmin --password=[REDACTED:password] status"),
+    ("app --db-password Xy|z9 --port 5432", "app --db-password [REDACTED:password] --port 5432"),
+    ("sshpass -p pa&ss ssh root@h", "sshpass -p [REDACTED:password] ssh root@h"),
+    ("curl -u user:pa&ss", "curl -u user:[REDACTED:password]"),
+    ("curl -u user:pa&ss http://h/api", "curl -u user:[REDACTED:password] http://h/api"),
+    ("curl -u user:pass&&echo ok", "curl -u user:[REDACTED:password]&&echo ok"),
+    ('curl -u "admin:pa ss&x" http://h', 'curl -u "admin:[REDACTED:password]" http://h'),
+    ("curl -u 'admin:pa\"ss' http://h", "curl -u 'admin:[REDACTED:password]' http://h"),
+    ("echo alice:pa&ss | chpasswd", "echo alice:[REDACTED:password] | chpasswd"),
+    ("echo 'alice:correct horse' | chpasswd", "echo 'alice:[REDACTED:password]' | chpasswd"),
+    ('echo "pa ss;x" | passwd --stdin bob', 'echo "[REDACTED:password]" | passwd --stdin bob'),
+    ("CREATE USER 'a'@'%' IDENTIFIED BY 'pa\"s&s';", "CREATE USER 'a'@'%' IDENTIFIED BY '[REDACTED:password]';"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SHELL_WORDS)
+def test_shell_words_and_quotes_are_masked_whole(text: str, expected: str) -> None:
+    result = redact(text)
+    assert result.text == expected
+    assert redact(result.text).text == expected and redact(result.text).count == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("pa\u017f\u017fword=abc123", "pa\u017f\u017fword=[REDACTED:password]"),  # re: long s == s
+        ("İDENTIFIED BY 'pw1'", "İDENTIFIED BY '[REDACTED:password]'"),
+        ("\u212aEY... api_\u212aey=abc123", "\u212aEY... api_\u212aey=[REDACTED:password]"),
+        ("[REDACTED:password] token=abc123", "[REDACTED:password] token=[REDACTED:password]"),
+        (
+            "● nginx.service\n  Active: active\n  password=hunter22\n",
+            "● nginx.service\n  Active: active\n  password=[REDACTED:password]\n",
+        ),
+    ],
+)
+def test_unicode_case_and_markers(text: str, expected: str) -> None:
+    assert redact(text).text == expected
+
+
+def test_anchored_scans_equal_whole_text_scans() -> None:
+    """`_KEY_VALUE` / `_LONG_OPTION` tried only where a match can start find exactly what
+    `re.sub` over the whole text finds."""
+    pieces = ["password", "PassWd", "token", "api_key", "client-secret", "\u017fecret", "a", "b1", ".", "-", "_",
+              "--", "--db-", "'", '"', "=", ":", "::", " ", "\t", "\n", "&", ";", "|", ",", "é", "İ", "[REDACTED:x]",
+              "x y"]  # fmt: skip
+    rng = random.Random(7)
+
+    def mark(m: re.Match[str]) -> str:
+        return "<" + m.group(0) + ">"
+
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
+        hay = mod._fold(text)
+        starts = mod._key_starts(text, mod._occurrences(hay, mod._KEY_WORDS))
+        assert mod._sub_at(mod._KEY_VALUE, text, starts, mark) == mod._KEY_VALUE.sub(mark, text), text
+        starts = mod._option_starts(text, mod._occurrences(hay, mod._OPTION_WORDS))
+        assert mod._sub_at(mod._LONG_OPTION, text, starts, mark) == mod._LONG_OPTION.sub(mark, text), text
+
+
+def test_precheck_covers_every_stage() -> None:
+    for stage, needles in zip(mod._STAGES, mod._STAGE_NEEDLES, strict=True):
+        assert needles, stage.name
+        for member in stage.needs[0]:
+            assert member in mod._AWS_PREFIXES or any(n in member.lower() for n in needles), (stage.name, member)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from testbed.db.sample import record_sample_run
 from testbed.errors import InputError
 from testbed.export import SCHEMAS, TABLE_NAMES
 from testbed.export.cli import export_command
+from tests.unit.test_export_dataset import plain_turns, record_turns
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +26,7 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> str:
     url = f"sqlite:///{tmp_path_factory.mktemp('cli') / 'testbed.db'}"
     db = open_database(url)
     job = create_job(db, "j", job_id="2" * 32)
-    record_sample_run(db, job_id=job)
+    record_turns(db, record_sample_run(db, job_id=job), plain_turns(3))
     record_sample_run(db, outcome="failed")
     return url
 
@@ -43,6 +45,8 @@ def test_export_command(url: str, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "commands" in result.output and "job 2222" in result.output
     assert pq.read_metadata(out / "commands.parquet").num_rows == 5
+    assert pq.read_metadata(out / "model_turns.parquet").num_rows == 3
+    assert "model_turns" in result.output
     result = CliRunner().invoke(_app(), ["export", str(out), "--db", url, "--no-redact", "-q"])
     assert result.exit_code == 0 and result.output == ""
     assert pq.read_metadata(out / "commands.parquet").num_rows == 10
@@ -71,6 +75,8 @@ def test_card_front_matter_and_schema(url: str, tmp_path: Path) -> None:
         for f in SCHEMAS[table]:
             assert f"| `{f.name}` |" in text
     assert "| `commands` | `commands.parquet` | 10 |" in text
+    assert "| `model_turns` | `model_turns.parquet` | 3 |" in text
+    assert "| `retry_of` | `string` | yes |" in text and "| `messages` | `string` | no |" in text
     assert "| `started_at` | `timestamp[us, UTC]` | no |" in text
     assert "| `impact` | `list<string>` | no |" in text
 
@@ -86,3 +92,8 @@ def test_hugging_face_loader(url: str, tmp_path: Path, monkeypatch: pytest.Monke
     assert ds["commands"].num_rows == 10 and ds["commands"][2]["impact"] == ["service-restart"]
     runs = datasets.load_dataset(os.fspath(out), "runs", cache_dir=cache)  # through the card's configs
     assert runs["train"].num_rows == 2
+    assert sorted(runs["train"]["retry"]) == [0, 0] and runs["train"]["retry_of"] == [None, None]
+    turns = datasets.load_dataset(os.fspath(out), "model_turns", cache_dir=cache)["train"]
+    assert turns.num_rows == 3 and turns["seq"] == [1, 2, 3] and turns["total_tokens"] == [320, 370, 420]
+    assert json.loads(turns[0]["messages"])[1] == {"role": "user", "content": "Serve the site on port 8080."}
+    assert turns.features["started_at"].dtype == "timestamp[us, tz=UTC]"
