@@ -143,8 +143,15 @@ def test_coordinator_on_sqlite_in_simulated_time_with_crash_and_resume(db: sessi
     async def first(loop: VirtualClockLoop) -> set[str]:
         store = SqlRunStore(db, RetryPolicy(limit=3, backoff_s=5), clock=loop.wall_clock, blocking=False)
         ex = FakeExecutor(behaviour, on_start=store.mark_started)
-        coord = Coordinator(job_id, store, ex, make_hosts(2, 3), FakeCatalog(), owner=DEAD_OWNER,
-                            config=CoordinatorConfig(poll_s=30, heartbeat_s=10))
+        coord = Coordinator(
+            job_id,
+            store,
+            ex,
+            make_hosts(2, 3),
+            FakeCatalog(),
+            owner=DEAD_OWNER,
+            config=CoordinatorConfig(poll_s=30, heartbeat_s=10),
+        )
         task = asyncio.create_task(coord.run())
         await asyncio.sleep(200)
         task.cancel()  # the process "dies": nothing settles, leases stay with a dead owner
@@ -159,8 +166,15 @@ def test_coordinator_on_sqlite_in_simulated_time_with_crash_and_resume(db: sessi
     async def resume(loop: VirtualClockLoop) -> tuple[set[str], int]:
         store = SqlRunStore(db, RetryPolicy(limit=3, backoff_s=5), clock=loop.wall_clock, blocking=False)
         ex = FakeExecutor(behaviour, on_start=store.mark_started)
-        coord = Coordinator(job_id, store, ex, make_hosts(2, 3), FakeCatalog(), owner="me:1:1:resume",
-                            config=CoordinatorConfig(poll_s=30, heartbeat_s=10))
+        coord = Coordinator(
+            job_id,
+            store,
+            ex,
+            make_hosts(2, 3),
+            FakeCatalog(),
+            owner="me:1:1:resume",
+            config=CoordinatorConfig(poll_s=30, heartbeat_s=10),
+        )
         summary = await coord.run()
         assert summary.complete
         assert set(ex.stats.executions.values()) == {1}
@@ -177,7 +191,9 @@ def test_coordinator_on_sqlite_in_simulated_time_with_crash_and_resume(db: sessi
     assert sorted(r.task_id for r in finals) == sorted(f"t{i}" for i in range(24))
 
 
-def _thread_coordinator(db: sessionmaker[Session], job_id: str, owner: str, out: dict[str, object]) -> None:
+def _thread_coordinator(
+    db: sessionmaker[Session], job_id: str, owner: str, out: dict[str, object], start: threading.Barrier
+) -> None:
     async def go() -> None:
         store = SqlRunStore(db, RetryPolicy(limit=1, backoff_s=0.05))
         seen: list[str] = []
@@ -185,11 +201,20 @@ def _thread_coordinator(db: sessionmaker[Session], job_id: str, owner: str, out:
         def behaviour(run: ClaimedRun) -> FakeRun:
             seen.append(run.run_id)
             r = random.Random(run.run_id)
-            return FakeRun(0.005, r.uniform(0.01, 0.05), 0.005, "error" if r.random() < 0.1 else "passed")
+            return FakeRun(0.005, r.uniform(0.05, 0.15), 0.005, "error" if r.random() < 0.1 else "passed")
 
         ex = FakeExecutor(behaviour, on_start=store.mark_started)
-        coord = Coordinator(job_id, store, ex, make_hosts(1, 3, boot_concurrency=3), FakeCatalog(), owner=owner,
-                            config=CoordinatorConfig(poll_s=0.1, heartbeat_s=0.2, lease_ttl_s=30))
+        coord = Coordinator(
+            job_id,
+            store,
+            ex,
+            make_hosts(1, 3, boot_concurrency=3),
+            FakeCatalog(),
+            owner=owner,
+            config=CoordinatorConfig(poll_s=0.1, heartbeat_s=0.2, lease_ttl_s=30),
+        )
+        # both begin claiming together, so neither can finish the job before the other starts
+        await asyncio.to_thread(start.wait, 60)
         summary = await coord.run()
         out[owner] = (summary, seen, ex.stats)
 
@@ -200,8 +225,10 @@ def share_job_between_two_threads(db: sessionmaker[Session], runs: int = 30) -> 
     """Two coordinators (own threads, loops and store instances) on one database."""
     job_id, _ = create_job_with_runs(db, "shared", {}, "fake", [NewRun(f"t{i}", "d", 1) for i in range(runs)])
     out: dict[str, object] = {}
-    threads = [threading.Thread(target=_thread_coordinator, args=(db, job_id, f"h{i}:1:1:c{i}", out))
-               for i in range(2)]
+    start = threading.Barrier(2)
+    threads = [
+        threading.Thread(target=_thread_coordinator, args=(db, job_id, f"h{i}:1:1:c{i}", out, start)) for i in range(2)
+    ]
     for t in threads:
         t.start()
     for t in threads:
