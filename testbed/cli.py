@@ -24,7 +24,7 @@ from testbed.report.cli import report_command
 from testbed.runner.cli import run_command, task_app
 from testbed.scheduler.cli import jobs_app, launch_command
 from testbed.server.dashboard_cli import dashboard_command
-from testbed.server.envapi.cli import serve_command
+from testbed.server.envapi.cli import serve_command, state_app
 
 app = typer.Typer(
     name="testbed",
@@ -43,6 +43,7 @@ app.add_typer(task_app, name="task")
 app.command("run")(run_command)
 app.command("dashboard")(dashboard_command)
 app.command("serve")(serve_command)
+app.add_typer(state_app, name="state")
 app.command("launch")(launch_command)
 app.add_typer(jobs_app, name="jobs")
 app.command("export")(export_command)

@@ -24,7 +24,7 @@ import socket
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -45,6 +45,16 @@ from testbed.runner.verify import CheckResult, outcome_of, verify
 from testbed.runtime import Runtime
 
 ProgressFn = Callable[[str, str], None]
+
+
+class RunLab(Protocol):
+    """What a run needs of its lab: `Lab`, or a lab restored from a saved state."""
+
+    nodes: dict[str, LabNode]
+
+    async def up(self) -> None: ...
+
+    async def down(self) -> None: ...
 
 
 @dataclass
@@ -109,6 +119,7 @@ class Runner:
         self.policy: SafetyPolicy = request.policy
         self.recorder: RunRecorder | None = None
         self.current_phase = "provisioning"
+        self.extra_config: dict[str, Any] = {}  # merged into the run row's `config` (subclasses)
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(fn, *args, **kwargs)
@@ -129,7 +140,7 @@ class Runner:
     async def execute(self) -> RunResult:
         task = self.request.task
         host = f"{socket.gethostname()} {self.rt.settings.libvirt_uri}"
-        config = {"accel": self.rt.accel.label, "limits": task.definition.limits.model_dump()}
+        config = {"accel": self.rt.accel.label, "limits": task.definition.limits.model_dump(), **self.extra_config}
         if self.request.run_id is not None:
             self.recorder = recorder = await self._call(self._attach, self.request.run_id, host, config)
         else:
@@ -152,17 +163,7 @@ class Runner:
             bind(recorder)
         result = RunResult(recorder.run_id, "error")
         commands = CommandRecorder(recorder, redact_output=self.request.redact)
-        lab = Lab(
-            task.topology,
-            self.rt.catalog,
-            settings=self.rt.settings,
-            hypervisor=self.rt.hypervisor,
-            accel=self.rt.accel.accel,
-            run_id=recorder.run_id,
-            job_id=self.request.job_id,
-            progress=lambda who, what: self.progress("provisioning", f"{who}: {what}"),
-            boot_gate=self.request.boot_gate,
-        )
+        lab = self._make_lab(recorder.run_id)
         try:
             await self._phase("provisioning", "provisioning")
             try:
@@ -196,6 +197,21 @@ class Runner:
         self.progress("finished", result.outcome)
         return result
 
+    def _make_lab(self, run_id: str) -> RunLab:
+        """The run's lab (not yet up). Subclasses may return another object with `up()`,
+        `down()` and `nodes` (fast reset: a lab restored from a saved state)."""
+        return Lab(
+            self.request.task.topology,
+            self.rt.catalog,
+            settings=self.rt.settings,
+            hypervisor=self.rt.hypervisor,
+            accel=self.rt.accel.accel,
+            run_id=run_id,
+            job_id=self.request.job_id,
+            progress=lambda who, what: self.progress("provisioning", f"{who}: {what}"),
+            boot_gate=self.request.boot_gate,
+        )
+
     def _attach(self, run_id: str, host: str, config: dict[str, Any]) -> RunRecorder:
         """Attach to the existing pending run row `run_id` (created by the scheduler)."""
         recorder = RunRecorder(self.db, run_id)
@@ -206,7 +222,7 @@ class Runner:
         with contextlib.suppress(LookupError, ValueError):
             await asyncio.shield(self._end_phase(name, status, detail))
 
-    async def _teardown(self, lab: Lab) -> None:
+    async def _teardown(self, lab: RunLab) -> None:
         assert self.recorder is not None
         await self._phase("teardown", "teardown")
         try:
@@ -215,15 +231,11 @@ class Runner:
         except HarnessError as exc:
             await self._end_phase("teardown", "error", str(exc))
 
-    async def _run_phases(self, lab: Lab, commands: CommandRecorder, result: RunResult) -> None:
+    async def _run_phases(self, lab: RunLab, commands: CommandRecorder, result: RunResult) -> None:
         assert self.recorder is not None
         task = self.request.task
         nodes = list(lab.nodes.values())
-        await self._snapshot(nodes, commands, "before_setup", state="setup")
-        await self._phase("setup")
-        await self._setup(lab.nodes, commands)
-        await self._end_phase("setup")
-        await self._snapshot(nodes, commands, "after_setup")
+        await self._prepare(lab, commands)
         await self._phase("agent", "agent")
         session = AgentSession(lab.nodes, commands, self.context, self.policy)
         result.stats = await session.drive(self.agent)
@@ -249,6 +261,15 @@ class Runner:
             await self._end_phase("verify_after_reboot")
         result.outcome, result.error = outcome_of(result.checks)
         await self._residue()
+
+    async def _prepare(self, lab: RunLab, commands: CommandRecorder) -> None:
+        """Everything before the agent: snapshot(before_setup) → setup → snapshot(after_setup)."""
+        nodes = list(lab.nodes.values())
+        await self._snapshot(nodes, commands, "before_setup", state="setup")
+        await self._phase("setup")
+        await self._setup(lab.nodes, commands)
+        await self._end_phase("setup")
+        await self._snapshot(nodes, commands, "after_setup")
 
     async def _residue(self) -> None:
         """Residue findings from the recorded snapshots and commands. An analysis failure is

@@ -1,7 +1,20 @@
-"""The real episode backend: tasks from the checkout, runs by `testbed.runner.run.Runner`."""
+"""The real episode backend: tasks from the checkout, runs by `testbed.runner.run.Runner`.
+
+Fast reset (`fast_reset=True`, the default of `testbed serve`): an episode starts from the
+task's saved post-setup state (`testbed.hypervisor.savedstate`, run by
+`testbed.runner.fastreset.FastResetRunner`). The first episode of a (task, image variant,
+key) builds the slot (a cold start that is saved after setup, then continues restored); the
+next ones restore it. One slot serves one episode at a time (its lab's names, addresses and
+MACs are fixed): an episode that finds the task's slot busy does NOT wait — it falls back to
+an ordinary cold run (recorded as `config.fast_reset.mode = "cold"`), so concurrent episodes
+of one task still run, only slower. A slot that fails to restore is removed (the next episode
+rebuilds it). Without fast reset, every episode is an ordinary cold run.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -9,20 +22,35 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.config import Settings
+from testbed.hypervisor.savedstate import SlotStore, state_key
+from testbed.images.store import ImageStore
 from testbed.model.task import Task, load_task
+from testbed.runner.fastreset import FastResetRunner
 from testbed.runner.run import Runner, RunRequest, RunResult
 from testbed.runtime import Runtime, runtime
 from testbed.server.envapi.episodes import EpisodeManager, ExternalAgent, NotFoundError
+
+log = logging.getLogger(__name__)
 
 
 class RunnerBackend:
     """Episodes as ordinary runs on `rt`, recorded in `db`; tasks under `root/tasks`."""
 
-    def __init__(self, rt: Runtime, db: sessionmaker[Session], root: Path, *, job_id: str | None = None) -> None:
+    def __init__(
+        self,
+        rt: Runtime,
+        db: sessionmaker[Session],
+        root: Path,
+        *,
+        job_id: str | None = None,
+        fast_reset: bool = False,
+    ) -> None:
         self.rt = rt
         self.db = db
         self.root = root
         self.job_id = job_id
+        self.fast_reset = fast_reset
+        self.states = SlotStore(rt.settings)
 
     def load_task(self, task_id: str, image: str | None) -> Task:
         directory = self.root / "tasks" / task_id
@@ -38,7 +66,38 @@ class RunnerBackend:
 
     async def run(self, task: Task, image: str, agent: ExternalAgent) -> RunResult:
         request = RunRequest(task, image, agent.name, job_id=self.job_id, agent_instance=agent)
-        return await Runner(request, self.rt, self.db).execute()
+        key = self.state_key(task, image) if self.fast_reset else None
+        if key is None:
+            return await Runner(request, self.rt, self.db).execute()
+        with self.states.lock(task.id, wait=False) as held:
+            if not held:
+                log.info("saved state of %s is in use: cold start", task.id)
+                runner = Runner(request, self.rt, self.db)
+                runner.extra_config = {"fast_reset": {"mode": "cold", "state_key": key, "reason": "saved state busy"}}
+                return await runner.execute()
+            meta = await asyncio.to_thread(self.states.load, task.id, key)
+            fast = FastResetRunner(request, self.rt, self.db, store=self.states, key=key, meta=meta)
+            try:
+                return await fast.execute()
+            finally:
+                if fast.slot_broken:
+                    log.warning("saved state %s/%s could not be restored: removing it", task.id, key)
+                    await asyncio.to_thread(self.states.invalidate, task.id, None)
+
+    def state_key(self, task: Task, image: str) -> str | None:
+        """The task's slot key for `image`; None when an image is not in the cache (the cold
+        path then reports it as usual)."""
+        store = ImageStore(self.rt.settings.images_dir)
+        stored, defs = {}, {}
+        for node in task.topology.nodes:
+            name = node.image or ""
+            found = store.get(name)
+            if found is None or name not in self.rt.catalog:
+                return None
+            stored[node.name], defs[node.name] = found, self.rt.catalog[name]
+        return state_key(
+            task.directory, stored, task.topology, variant=image, accel=self.rt.accel.accel, image_defs=defs
+        )
 
     def database(self) -> sessionmaker[Session]:
         return self.db
@@ -52,14 +111,20 @@ def open_runner_manager(
     max_episodes: int = 4,
     idle_timeout_s: float = 900.0,
     step_timeout_s: float = 300.0,
+    fast_reset: bool = False,
+    fresh_states: bool = False,
 ) -> Callable[[], AbstractAsyncContextManager[EpisodeManager]]:
-    """A factory for `create_app`: opens libvirt and yields an `EpisodeManager` over it."""
+    """A factory for `create_app`: opens libvirt and yields an `EpisodeManager` over it.
+    `fresh_states` removes every saved state first (waiting for episodes using them)."""
 
     @asynccontextmanager
     async def open_manager() -> AsyncIterator[EpisodeManager]:
         async with runtime(settings) as rt:
+            if fresh_states:
+                removed = await asyncio.to_thread(SlotStore(rt.settings).remove)
+                log.info("removed %d saved state(s)", len(removed))
             yield EpisodeManager(
-                RunnerBackend(rt, db, root),
+                RunnerBackend(rt, db, root, fast_reset=fast_reset),
                 max_episodes=max_episodes,
                 idle_timeout_s=idle_timeout_s,
                 step_timeout_s=step_timeout_s,

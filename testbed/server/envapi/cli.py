@@ -9,6 +9,10 @@ Contracts:
 - Limits: `--max-episodes` concurrent episodes (default 4), `--idle-timeout` seconds
   without a request before an episode is ended (default 900), `--step-timeout` seconds per
   command (default 300; a task's own lower limit wins).
+- Fast reset (`--fast-reset`, the default; `--no-fast-reset` for cold episodes only): an
+  episode starts from its task's saved post-setup state (see
+  `testbed.server.envapi.backend`). `--fresh-states` removes every saved state at start.
+  Saved states stay across restarts; `testbed state list|rm` shows and removes them.
 - Bad options exit with status 2 before anything is opened.
 """
 
@@ -39,6 +43,10 @@ def serve_command(
     max_episodes: Annotated[int, typer.Option("--max-episodes", help="Concurrent episodes (labs).")] = 4,
     idle_timeout: Annotated[float, typer.Option("--idle-timeout", help="Seconds idle before an episode ends.")] = 900,
     step_timeout: Annotated[float, typer.Option("--step-timeout", help="Seconds per command at most.")] = 300,
+    fast_reset: Annotated[
+        bool, typer.Option("--fast-reset/--no-fast-reset", help="Start episodes from saved post-setup states.")
+    ] = True,
+    fresh_states: Annotated[bool, typer.Option("--fresh-states", help="Remove every saved state first.")] = False,
 ) -> None:
     """Serve the environment API: episodes (reset/step/state) on real VMs, each recorded as a run."""
     try:
@@ -56,6 +64,8 @@ def serve_command(
             max_episodes=max_episodes,
             idle_timeout_s=idle_timeout,
             step_timeout_s=step_timeout,
+            fast_reset=fast_reset,
+            fresh_states=fresh_states,
         )
     except InputError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -70,3 +80,29 @@ def serve_command(
     shown = f"[{host}]" if ":" in host else host
     print(f"testbed environment API on http://{shown}:{port}/ (bearer token required)", file=sys.stderr)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+
+
+state_app = typer.Typer(help="Saved post-setup states of tasks (fast reset of `testbed serve`).", no_args_is_help=True)
+
+
+@state_app.command("list")
+def state_list_command() -> None:
+    """List saved states: task, key, size, the run that built it."""
+    from testbed.config import Settings
+    from testbed.hypervisor.savedstate import SlotStore
+
+    for info in SlotStore(Settings.from_env()).list():
+        built = f"run {info.meta.built_by_run} at {info.meta.created_at}" if info.meta else "unreadable"
+        print(f"{info.task}\t{info.key}\t{info.size_bytes / 2**20:.0f} MiB\t{built}")
+
+
+@state_app.command("rm")
+def state_rm_command(
+    task: Annotated[str | None, typer.Argument(help="Only this task's states (default: all).")] = None,
+) -> None:
+    """Remove saved states and release their leases (waits for episodes restored from them)."""
+    from testbed.config import Settings
+    from testbed.hypervisor.savedstate import SlotStore
+
+    for removed in SlotStore(Settings.from_env()).remove(task):
+        print(f"removed {removed}")

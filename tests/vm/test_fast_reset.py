@@ -1,0 +1,109 @@
+"""Fast reset on a real guest (1 cold boot, then restores): episodes of the environment API
+start from the task's saved post-setup state.
+
+Episode 1 builds the slot (cold boot + setup, saved, restored in place), episodes 2 and 3
+are restored from it. Each one changes the machine (a file, a stopped service); each
+starts from the same post-setup state: no other episode's change, the task's broken
+condition still there. The reset times are printed (not asserted). Nothing is left after
+the episodes are deleted but the slot and its lease, and nothing at all once the slot is
+removed.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from testbed.db.engine import open_database
+from testbed.db.models import Command, Phase, Run, Snapshot
+from testbed.server.envapi.app import create_app
+from testbed.server.envapi.backend import open_runner_manager
+
+from .conftest import ROOT, assert_clean, leftovers, run_cli
+
+pytestmark = [pytest.mark.vm, pytest.mark.timeout(1800)]
+
+TASK = "web-port-conflict"
+AUTH = {"Authorization": "Bearer fr-token"}
+LOOK = (
+    "echo files=$(ls /root | grep ^episode | tr '\\n' ' '); "
+    "echo legacy=$(systemctl is-active legacy-http); echo nginx=$(systemctl is-active nginx); "
+    "echo port80=$(ss -Hltn 'sport = :80' | wc -l); "
+    "echo unit=$(test -f /etc/systemd/system/legacy-http.service && echo yes || echo no)"
+)
+
+
+def _look(c: TestClient, eid: str) -> dict[str, str]:
+    obs = _step(c, eid, LOOK)
+    assert obs["exit_code"] == 0, obs
+    return dict(line.split("=", 1) for line in obs["stdout"].strip().splitlines())
+
+
+def _step(c: TestClient, eid: str, command: str) -> dict:
+    r = c.post(f"/v1/episodes/{eid}/step", json={"node": "node", "command": command}, headers=AUTH)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["done"] is False, body
+    return body["observation"]
+
+
+def _reset(c: TestClient) -> tuple[str, str, float]:
+    t0 = time.monotonic()
+    r = c.post("/v1/episodes", json={"task": TASK}, headers=AUTH)
+    elapsed = time.monotonic() - t0
+    assert r.status_code == 201, r.text
+    return r.json()["episode_id"], r.json()["run_id"], elapsed
+
+
+def test_two_episodes_restored_from_one_state(vm_home: Path, tmp_path: Path) -> None:
+    db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
+    app = create_app(open_runner_manager(db, ROOT, max_episodes=1, step_timeout_s=120, fast_reset=True), "fr-token")
+    run_ids = []
+    times = []
+    with TestClient(app) as c:
+        for n in (1, 2, 3):
+            eid, run_id, took = _reset(c)
+            run_ids.append(run_id)
+            times.append(took)
+            before = _look(c, eid)
+            # the post-setup state: the broken condition (legacy-http holds port 80, nginx is
+            # down) and no trace of any other episode
+            assert before == {"files": "", "legacy": "active", "nginx": before["nginx"], "port80": "1", "unit": "yes"}
+            assert before["nginx"] != "active", before
+            change = _step(c, eid, f"touch /root/episode{n} && systemctl stop legacy-http")
+            assert change["exit_code"] == 0, change
+            after = _look(c, eid)
+            assert after["files"].split() == [f"episode{n}"] and after["port80"] == "0", after
+            final = c.delete(f"/v1/episodes/{eid}", headers=AUTH)
+            assert final.status_code == 200, final.text
+            assert final.json()["outcome"] == "failed", final.json()  # nginx still down: the task is unsolved
+    cold, restored = times[0], min(times[1:])
+    print(
+        f"\nreset times: cold (build) {cold:.1f} s, restored {times[1]:.1f} s / {times[2]:.1f} s, "
+        f"ratio {cold / restored:.1f}x"
+    )
+    with db() as s:
+        modes = [s.get(Run, r).config["fast_reset"]["mode"] for r in run_ids]  # type: ignore[union-attr]
+        assert modes == ["build", "restore", "restore"]
+        for run_id in run_ids:
+            points = set(s.scalars(select(Snapshot.point).where(Snapshot.run_id == run_id)))
+            assert {"before_setup", "after_setup", "after_agent"} <= points
+            setup = list(s.scalars(select(Command.command).where(Command.run_id == run_id, Command.phase == "setup")))
+            assert setup and any("legacy-http" in cmd for cmd in setup)
+        detail = s.scalars(select(Phase.detail).where(Phase.run_id == run_ids[1], Phase.name == "setup")).one()
+        assert detail and "restored from saved state" in detail and run_ids[0] in detail
+    # after the episodes: only the slot (its files and its lease) remains
+    left = leftovers(vm_home)
+    assert left["domains"] == [] and left["networks"] == [] and left["labs"] == [], left
+    assert len(left["leases"]) == 1
+    states = list((vm_home / "states" / TASK).iterdir())
+    assert len(states) == 1 and (states[0] / "meta.json").is_file()
+    listed = run_cli("state", "list").stdout
+    assert states[0].name in listed
+    assert "removed" in run_cli("state", "rm").stdout
+    assert not any((vm_home / "states").glob("*/*"))
+    assert_clean(vm_home)
