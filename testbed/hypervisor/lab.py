@@ -24,6 +24,7 @@ from typing import Any
 
 import asyncssh
 
+from testbed.aio import run_to_completion
 from testbed.config import Settings
 from testbed.errors import GuestLost, HarnessError, InputError
 from testbed.guest.readiness import wait_for_serial, wait_for_ssh
@@ -187,16 +188,7 @@ class Lab:
 
     async def down(self) -> None:
         """Tear down everything; runs to completion even if the caller is cancelled."""
-        task = asyncio.ensure_future(self._teardown())
-        cancelled = False
-        while not task.done():
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                cancelled = True
-        task.result()
-        if cancelled:
-            raise asyncio.CancelledError
+        await run_to_completion(self._teardown())
 
     async def detach(self) -> None:
         """Hand the lab over to no process: it stays until `testbed lab down`."""

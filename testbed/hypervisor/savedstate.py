@@ -68,6 +68,7 @@ from typing import IO, Any
 
 import asyncssh
 
+from testbed.aio import run_to_completion
 from testbed.config import Settings
 from testbed.errors import HarnessError
 from testbed.guest.readiness import wait_for_ssh
@@ -554,16 +555,7 @@ class RestoredLab:
 
     async def down(self) -> None:
         """Tear down (runs to completion even if the caller is cancelled)."""
-        task = asyncio.ensure_future(self._teardown())
-        cancelled = False
-        while not task.done():
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                cancelled = True
-        task.result()
-        if cancelled:
-            raise asyncio.CancelledError
+        await run_to_completion(self._teardown())
 
     async def _teardown(self) -> None:
         await asyncio.gather(*(n.session.close() for n in self.nodes.values()), return_exceptions=True)
