@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from testbed.config import Settings, project_root
 from testbed.hypervisor.accel import AccelChoice, choose_accel
 from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.labhost import LabHost, lab_host_for
 from testbed.model.images import ImageDef, load_catalog
 
 
@@ -21,6 +22,11 @@ class Runtime:
     catalog: dict[str, ImageDef]
     accel: AccelChoice
     hypervisor: Hypervisor
+    lab_host: LabHost | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.lab_host is None:
+            self.lab_host = lab_host_for(self.hypervisor)
 
 
 def image_catalog() -> dict[str, ImageDef]:
@@ -29,8 +35,14 @@ def image_catalog() -> dict[str, ImageDef]:
 
 @asynccontextmanager
 async def runtime(settings: Settings | None = None) -> AsyncIterator[Runtime]:
-    """Open libvirt and pick the accelerator (cached probe); closes the connection after."""
+    """Open libvirt and pick the accelerator (cached probe); closes the connection (and a
+    remote host's SSH link) after."""
     settings = settings or Settings.from_env()
     accel = await choose_accel(settings.home / "accel.json")
     async with Hypervisor(settings.libvirt_uri) as hv:
-        yield Runtime(settings, image_catalog(), accel, hv)
+        rt = Runtime(settings, image_catalog(), accel, hv)
+        try:
+            yield rt
+        finally:
+            if rt.lab_host is not None:
+                await rt.lab_host.close()

@@ -10,6 +10,8 @@ Contracts:
   on the guest is unknown, so it is not retried).
 - `exec` never raises for the command's own failure: a non-zero status, a timeout and
   truncated output are all in the `ExecResult`.
+- With a `tunnel` (a guest on a remote lab host), the connection is opened through the lab
+  host's SSH connection (`testbed.hypervisor.hostlink.HostLink`) instead of directly.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import contextlib
 import shlex
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import asyncssh
 
@@ -45,6 +47,12 @@ def public_key_line(key: asyncssh.SSHKey, comment: str = "") -> str:
     return f"{line} {comment}".strip() if comment else line
 
 
+class TunnelSource(Protocol):
+    """Something that hands out an open SSH connection to tunnel through."""
+
+    async def connection(self) -> asyncssh.SSHClientConnection: ...
+
+
 class GuestSession:
     def __init__(
         self,
@@ -56,8 +64,10 @@ class GuestSession:
         port: int = 22,
         dialect: str | Dialect = "debian",
         max_channels: int = 6,
+        tunnel: TunnelSource | None = None,
     ) -> None:
         self.host = host
+        self.tunnel = tunnel
         self.port = port
         self.username = username
         self.client_key = client_key
@@ -72,11 +82,18 @@ class GuestSession:
         async with self._connect_lock:
             if self._conn is not None and not self._conn.is_closed():
                 return
+            via: dict[str, Any] = {}
+            if self.tunnel is not None:
+                try:
+                    via["tunnel"] = await self.tunnel.connection()
+                except HarnessError as exc:
+                    raise GuestConnectionError(f"ssh {self.host}: {exc}") from exc
             try:
                 self._conn = await asyncio.wait_for(
                     asyncssh.connect(
                         self.host,
                         self.port,
+                        **via,
                         username=self.username,
                         client_keys=[self.client_key],
                         known_hosts=([self.host_key], [], []),

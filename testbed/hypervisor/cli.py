@@ -20,7 +20,9 @@ from testbed.config import Settings, project_root
 from testbed.errors import HarnessError, InputError
 from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.hostlink import HostLink, SshTarget
 from testbed.hypervisor.lab import Lab, teardown_objects
+from testbed.hypervisor.labhost import lab_host_for
 from testbed.hypervisor.labstate import LabState, all_lab_states, find_lab
 from testbed.hypervisor.leases import LeaseStore
 from testbed.hypervisor.reaper import reap
@@ -66,6 +68,7 @@ async def _lab_up(settings: Settings, topo: Topology, name: str | None) -> None:
                 name=name,
                 autodestroy=False,
                 progress=lambda who, what: status.update(f"{who}: {what}"),
+                lab_host=rt.lab_host,
             )
             await lab.up()
         table = Table(title=f"lab {lab.name} ({lab.lab_id})")
@@ -100,11 +103,17 @@ def lab_exec(
 async def _lab_exec(state: LabState, node: str, command: str, timeout: float) -> int:
     ns = state.nodes[node]
     key = asyncssh.read_private_key(str(state.client_key_path))
-    session = GuestSession(ns.mgmt_ip, client_key=key, host_key=ns.host_key, username=ns.user, dialect=ns.dialect)
+    target = SshTarget.from_uri(state.uri)
+    link = HostLink(target) if target is not None else None  # a remote lab host: through its SSH
+    session = GuestSession(
+        ns.mgmt_ip, client_key=key, host_key=ns.host_key, username=ns.user, dialect=ns.dialect, tunnel=link
+    )
     try:
         result = await session.exec(command, timeout=timeout)
     finally:
         await session.close()
+        if link is not None:
+            await link.close()
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     if result.timed_out:
@@ -177,6 +186,7 @@ async def _lab_down(settings: Settings, state: LabState) -> list[str]:
 
     async with Hypervisor(state.uri) as hv:
         errors = await teardown_objects(hv, state.domains, state.networks)
+        errors += await lab_host_for(hv, cache=state.host_cache).files.remove(state.lab_id)
     shutil.rmtree(Path(state.directory), ignore_errors=True)
     await asyncio.to_thread(LeaseStore(settings.leases_dir, settings.subnet_pool).release, state.lab_id)
     return errors
@@ -190,7 +200,7 @@ def reap_command(
 
     async def _go() -> None:
         async with Hypervisor(settings.libvirt_uri) as hv:
-            report = await reap(hv, settings, dry_run=dry_run)
+            report = await reap(hv, settings, dry_run=dry_run, lab_host=lab_host_for(hv))
         verb = "would remove" if dry_run else "removed"
         out = Console()
         if report.empty:

@@ -19,10 +19,11 @@ Forwarding between bridges is not this table's job: isolated libvirt networks (n
 safe when several labs start at once), applies to every present and future testbed
 bridge, and is left in place when labs go away: it matches nothing without `tb*` bridges.
 
-It is applied only when the libvirt URI is local (no host part): for a remote lab host it
-would have to be installed on that host, which testbed does not do (the function says so
-in its result). `TESTBED_HOST_GUARD=0` disables it, for hosts whose firewall is managed
-otherwise; the default is on.
+On a local URI it is installed with the local `nft`; on a remote lab host the same ruleset
+is fed to `nft -f -` on that host over the coordinator's SSH connection to it
+(`testbed.hypervisor.hostlink.HostLink`, as the login user of the URI, which must be root
+or hold CAP_NET_ADMIN there). `TESTBED_HOST_GUARD=0` disables it, for hosts whose firewall
+is managed otherwise; the default is on.
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from testbed.errors import HarnessError
+
+if TYPE_CHECKING:
+    from testbed.hypervisor.hostlink import HostLink
 
 TABLE = "testbed_guard"
 BRIDGE_PATTERN = "tb*"
@@ -60,8 +65,12 @@ def guard_enabled() -> bool:
     return os.environ.get("TESTBED_HOST_GUARD", "1").strip().lower() not in {"0", "false", "no", "off"}
 
 
-async def ensure_host_guard(libvirt_uri: str) -> str:
-    """Install (or atomically replace) the guard table; returns what was done.
+_FIX = "or set TESTBED_HOST_GUARD=0 if the host firewall already blocks input from tb* bridges"
+
+
+async def ensure_host_guard(libvirt_uri: str, link: HostLink | None = None) -> str:
+    """Install (or atomically replace) the guard table on the URI's host; returns what was
+    done. A remote URI needs `link`, the SSH connection to that host.
 
     Raises HarnessError, with the fix, when it should apply but cannot be installed: a lab
     must not come up with its guests able to reach the host's services.
@@ -69,7 +78,15 @@ async def ensure_host_guard(libvirt_uri: str) -> str:
     if not guard_enabled():
         return "disabled by TESTBED_HOST_GUARD=0"
     if not uri_is_local(libvirt_uri):
-        return f"not applied: {libvirt_uri} is a remote host (install an equivalent rule there)"
+        if link is None:
+            raise HarnessError(f"host guard: no SSH link to the remote host of {libvirt_uri}")
+        status, _out, remote_err = await link.run("nft -f -", stdin=RULESET.encode())
+        if status != 0:
+            raise HarnessError(
+                f"cannot install the host guard on {link.target} (nft -f - exited {status}: {remote_err.strip()}); "
+                f"install nftables there and log in as root, {_FIX}"
+            )
+        return f"nftables table inet {TABLE} in place on {link.target}"
     nft = shutil.which("nft") or next((p for p in ("/usr/sbin/nft", "/sbin/nft") if os.path.exists(p)), None)
     if nft is None:
         raise HarnessError(
@@ -89,7 +106,6 @@ async def ensure_host_guard(libvirt_uri: str) -> str:
     if proc.returncode != 0:
         raise HarnessError(
             f"cannot install the host guard (nftables table inet {TABLE}): {err.decode(errors='replace').strip()}; "
-            "run as root (CAP_NET_ADMIN) or set TESTBED_HOST_GUARD=0 if the host firewall already "
-            "blocks input from tb* bridges"
+            f"run as root (CAP_NET_ADMIN) {_FIX}"
         )
     return f"nftables table inet {TABLE} in place"

@@ -7,6 +7,10 @@ a serial prompt). Leaving it — normally, on error, or on cancellation — tear
 down: domains, networks, files and leases. Each object is recorded in the lab's state file
 before it is created, and carries the lab's metadata, so the reaper can finish the job for
 a process that died.
+
+The lab host may be remote (`qemu+ssh://`): where the overlays, seeds and console logs live
+and how guests are reached is the `LabHost`'s business (`testbed.hypervisor.labhost`); the
+lab's files there are all named by its id, so removing them needs no per-file record.
 """
 
 from __future__ import annotations
@@ -33,9 +37,9 @@ from testbed.guest.ssh import GuestSession, generate_key, public_key_line
 from testbed.hypervisor.addressing import AddressPlan, plan_addresses
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.hostguard import ensure_host_guard
+from testbed.hypervisor.labhost import LabHost, lab_host_for
 from testbed.hypervisor.labstate import LabState, NodeState, all_lab_states
 from testbed.hypervisor.leases import LabLease, LeaseStore
-from testbed.hypervisor.overlays import create_overlay
 from testbed.hypervisor.owner import Owner
 from testbed.hypervisor.seed import FWCFG_NAME, InterfaceConfig, SeedSpec, write_seed
 from testbed.hypervisor.xml import (
@@ -140,7 +144,10 @@ class Lab:
         autodestroy: bool = True,
         progress: ProgressFn | None = None,
         boot_gate: asyncio.Semaphore | None = None,
+        lab_host: LabHost | None = None,
     ) -> None:
+        """`lab_host`: the host's files and SSH link, shared by the labs of one host (the
+        default builds a private one for `hypervisor`, closed at teardown)."""
         self.topology = topology
         self.catalog = catalog
         self.settings = settings
@@ -152,6 +159,8 @@ class Lab:
         self.autodestroy = autodestroy
         self.progress = progress or (lambda _who, _what: None)
         self.boot_gate = boot_gate
+        self.host = lab_host or lab_host_for(hypervisor)
+        self._own_host = lab_host is None
         self.store = ImageStore(settings.images_dir)
         self.leases = LeaseStore(settings.leases_dir, settings.subnet_pool)
         self.nodes: dict[str, LabNode] = {}
@@ -222,6 +231,13 @@ class Lab:
                     f"nodes[{node.name}].image",
                     f"image '{name}' is not in the image cache; run `{how} {name}` first",
                 )
+            if self.host.remote and image.readiness.method != "ssh":
+                raise InputError(
+                    None,
+                    f"nodes[{node.name}].image",
+                    f"image '{name}' is ready on a serial prompt, which needs a local lab host "
+                    f"({self.hv.uri} is remote); run it on a local host",
+                )
             resolved[node.name] = (image, stored)
         return resolved
 
@@ -245,10 +261,11 @@ class Lab:
     async def _provision(self, images: dict[str, tuple[ImageDef, StoredImage]]) -> None:
         topo = self.topology
         # before anything exists: a lab never comes up with its guests able to reach the host
-        self.progress("lab", f"host guard: {await ensure_host_guard(self.hv.uri)}")
+        self.progress("lab", f"host guard: {await ensure_host_guard(self.hv.uri, self.host.link)}")
         owned = await self.hv.owned_objects()
         existing_ids = {o.metadata.lab_id for o in owned}
         existing_ids |= {s.lab_id for s in all_lab_states(self.settings.labs_dir)}
+        existing_ids |= await self.host.files.lab_ids()
         leased_nets = [n for n in topo.networks if n.subnet is None]
         nic_count = sum(1 + sum(1 for net in topo.networks if n.name in net.members) for n in topo.nodes)
         owner = Owner.current()
@@ -276,6 +293,7 @@ class Lab:
             topology=topo.name,
             run_id=self.run_id,
             job_id=self.job_id,
+            host_cache=self.host.cache,
         )
         self.state.save()
         self.plan = plan = plan_addresses(
@@ -369,9 +387,10 @@ class Lab:
         spec_node = self.topology.node(node_name)
         lab_dir = Path(self.state.directory)
         prefix = self._prefix()
-        overlay = lab_dir / f"{node_name}.qcow2"
-        self.state.files.append(str(overlay))
-        await create_overlay(stored.disk, overlay)
+        files = self.host.files
+        base = await files.base(stored)
+        overlay = await files.overlay(lab_dir, self.lab_id, node_name, base, stored)
+        self.state.files.append(overlay)
         host_key = generate_key()
         host_pub = public_key_line(host_key, f"{node_name}@testbed")
         client_pub = public_key_line(client_key, "testbed-harness")
@@ -408,24 +427,23 @@ class Lab:
                 ),
                 seed_path,
             )
-            fwcfg[FWCFG_NAME] = str(seed_path)
+            fwcfg[FWCFG_NAME] = await self._on_host(seed_path)
         elif image.login.provision == "cloud-init":
-            seed_iso = str(
-                await asyncio.to_thread(
-                    _cloud_init_seed,
-                    lab_dir,
-                    node_name,
-                    self.lab_id,
-                    client_pub,
-                    host_key,
-                    interfaces,
-                    plan.hosts_for(node_name),
-                    image.login.user,
-                )
+            local_iso = await asyncio.to_thread(
+                _cloud_init_seed,
+                lab_dir,
+                node_name,
+                self.lab_id,
+                client_pub,
+                host_key,
+                interfaces,
+                plan.hosts_for(node_name),
+                image.login.user,
             )
-            self.state.files.append(seed_iso)
+            self.state.files.append(str(local_iso))
+            seed_iso = await self._on_host(local_iso)
         domain = f"{prefix}-{node_name}"
-        console_log = lab_dir / f"{node_name}.console.log"
+        console_log = files.console_log(lab_dir, self.lab_id, node_name)
         nics = [Nic(f"{prefix}-mgmt", macs["mgmt"])] + [
             Nic(f"{prefix}-{net}", macs[net]) for net in plan.node_data_ips(node_name)
         ]
@@ -436,12 +454,12 @@ class Lab:
             accel=self.accel,
             memory_mb=max(spec_node.memory, image.min_memory_mb),
             vcpus=spec_node.vcpus,
-            disk=str(overlay),
-            console_log=str(console_log),
+            disk=overlay,
+            console_log=console_log,
             metadata_xml=self._metadata(node_name),
             nics=nics,
-            kernel=str(stored.kernel) if image.boot.mode == "kernel" and stored.kernel else None,
-            initrd=str(stored.initrd) if image.boot.mode == "kernel" and stored.initrd else None,
+            kernel=base.kernel if image.boot.mode == "kernel" else None,
+            initrd=base.initrd if image.boot.mode == "kernel" else None,
             cmdline=image.boot.cmdline,
             seed_iso=seed_iso,
             fwcfg_files=fwcfg,
@@ -458,7 +476,7 @@ class Lab:
             dialect=image.dialect,
             readiness=image.readiness.method,
             data_ips=plan.node_data_ips(node_name),
-            console_log=str(console_log),
+            console_log=console_log,
         )
         session = GuestSession(
             plan.mgmt[node_name],
@@ -466,8 +484,17 @@ class Lab:
             host_key=host_pub,
             username=image.login.user,
             dialect=image.dialect,
+            tunnel=self.host.link,
         )
         return spec, state, session
+
+    async def _on_host(self, local: Path) -> str:
+        """The path of lab file `local` on the lab host (uploaded there when remote)."""
+        if not self.host.files.remote:
+            return str(local)
+        assert self.state is not None
+        data = await asyncio.to_thread(local.read_bytes)
+        return await self.host.files.put(Path(self.state.directory), self.lab_id, local.name, data)
 
     async def _boot(self, prepared: tuple[DomainSpec, NodeState, GuestSession]) -> None:
         assert self.state is not None
@@ -517,11 +544,14 @@ class Lab:
             with contextlib.suppress(OSError):
                 state.save()
             errors += await teardown_objects(self.hv, state.domains, state.networks)
+            errors += await self.host.files.remove(state.lab_id)
             shutil.rmtree(state.directory, ignore_errors=True)
             self.state = None
         if self.lease is not None:
             await asyncio.to_thread(self.leases.release, self.lease.lab_id)
             self.lease = None
+        if self._own_host:
+            await self.host.close()
         if errors:
             raise HarnessError("teardown incomplete: " + "; ".join(errors) + " (run `testbed reap`)")
 

@@ -47,6 +47,7 @@ class LabState:
     networks: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     nodes: dict[str, NodeState] = field(default_factory=dict)
+    host_cache: str | None = None  # remote lab host: its image cache (lab files under /labs)
 
     @property
     def path(self) -> Path:

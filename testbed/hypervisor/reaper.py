@@ -3,7 +3,8 @@
 Orphans are libvirt domains and networks whose `<tb:lab>` metadata names an owner process
 that no longer exists on this host (and whose lab is not detached), lab directories whose
 state file names such an owner, and leases of such owners. Topology files are never read.
-Objects owned by another host are left alone.
+Objects owned by another host are left alone. On a remote lab host (`lab_host` given), the
+files of each reaped lab of that host (volumes named by its lab id) are deleted too.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from testbed.config import Settings
 from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.labhost import LabHost
 from testbed.hypervisor.labstate import all_lab_states
 from testbed.hypervisor.leases import LeaseStore
 from testbed.hypervisor.xml import LabMetadata
@@ -38,9 +40,12 @@ def _orphaned(meta: LabMetadata, detached_labs: set[str]) -> bool:
     return meta.lab_id not in detached_labs and not meta.owner.is_alive()
 
 
-async def reap(hv: Hypervisor, settings: Settings, *, dry_run: bool = False) -> ReapReport:
+async def reap(
+    hv: Hypervisor, settings: Settings, *, dry_run: bool = False, lab_host: LabHost | None = None
+) -> ReapReport:
     """Remove (or with `dry_run`, only list) everything whose owner is gone."""
     report = ReapReport()
+    host_labs: list[str] = []
     states = all_lab_states(settings.labs_dir)
     detached = {s.lab_id for s in states if s.owner.detached}
     objects = await hv.owned_objects()
@@ -52,6 +57,8 @@ async def reap(hv: Hypervisor, settings: Settings, *, dry_run: bool = False) -> 
     for state in states:
         if not state.owner.detached and not state.owner.is_alive():
             report.lab_dirs.append(state.directory)
+            if state.uri == hv.uri:
+                host_labs.append(state.lab_id)
     leases = LeaseStore(settings.leases_dir, settings.subnet_pool)
     for lab_id, lease in (await asyncio.to_thread(leases.all)).items():
         if lab_id not in detached and not lease.owner.is_alive():
@@ -68,6 +75,9 @@ async def reap(hv: Hypervisor, settings: Settings, *, dry_run: bool = False) -> 
             await hv.destroy_network(net)
         except Exception as exc:  # noqa: BLE001 - reported, the reaper goes on with the rest
             report.errors.append(str(exc))
+    if lab_host is not None and lab_host.files.remote:
+        for lab_id in host_labs:
+            report.errors += await lab_host.files.remove(lab_id)
     for directory in report.lab_dirs:
         shutil.rmtree(directory, ignore_errors=True)
     await asyncio.to_thread(leases.reclaim_dead)

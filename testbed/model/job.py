@@ -20,7 +20,8 @@ one agent, spread by the scheduler over one or more lab hosts.
         vm_slots: 8              # VMs at once on this host
         vcpus: 16                # vCPUs at once (null: unlimited)
         memory_mb: 24000         # guest memory at once (null: TESTBED_MEMORY_BUDGET_MB)
-        image_cache: null        # base-image cache on that host (local: $TESTBED_HOME/images)
+        image_cache: null        # base-image cache on that host (local: $TESTBED_HOME/images;
+                                 #   remote qemu+ssh:// hosts: required, a path there)
         boot_concurrency: 4      # guests booting at once
         boot_interval_s: 0       # pause between boot starts
 

@@ -210,6 +210,7 @@ class Runner:
             job_id=self.request.job_id,
             progress=lambda who, what: self.progress("provisioning", f"{who}: {what}"),
             boot_gate=self.request.boot_gate,
+            lab_host=self.rt.lab_host,
         )
 
     def _attach(self, run_id: str, host: str, config: dict[str, Any]) -> RunRecorder:

@@ -148,9 +148,9 @@ async def run_job(
                           memory_budget_mb=settings.memory_budget_mb)
     store = SqlRunStore(db, spec.retry)
     async with RunnerExecutor(catalog, db, settings, hosts) as executor:
-        for host in hosts:
-            if host.local:
-                await reap(executor.runtimes[host.name].hypervisor, settings)
+        for host in hosts:  # only objects of this machine's dead processes (see reaper)
+            rt = executor.runtimes[host.name]
+            await reap(rt.hypervisor, settings, lab_host=rt.lab_host)
         coordinator = Coordinator(
             job_id, store, executor, hosts, catalog, owner=coordinator_identity(), config=config, view=view,
             on_event=on_event,

@@ -5,8 +5,9 @@ once, applies the job's limit overrides, and derives the run's demand (nodes, vC
 memory raised to each image's minimum) and its hard time limit.
 
 `RunnerExecutor` opens one libvirt connection (and `Runtime`) per host, makes sure the
-run's base images are on the host and verified (`testbed.scheduler.images`), and executes
-the run on its existing pending row (`RunRequest.run_id`) with a per-run view of the host's
+run's base images are on the host and verified (`testbed.scheduler.images`; a remote
+host's `LabHost` shares those verified copies, so its overlays are backed by them), and
+executes the run on its existing pending row (`RunRequest.run_id`) with a per-run view of the host's
 boot gate as the lab's `boot_gate`; the permits go back when provisioning ends. `abort()`
 destroys every lab of this process at once (second Ctrl-C).
 """
@@ -27,6 +28,7 @@ from testbed.errors import HarnessError, InputError
 from testbed.hypervisor.accel import AccelChoice, choose_accel
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.lab import teardown_objects
+from testbed.hypervisor.labhost import lab_host_for
 from testbed.hypervisor.labstate import all_lab_states
 from testbed.hypervisor.leases import LeaseStore
 from testbed.images.store import ImageStore
@@ -118,9 +120,9 @@ class RunnerExecutor:
             hv = await self._stack.enter_async_context(Hypervisor(host.uri))
             accel = local_accel if host.local else _remote_accel()
             settings = dataclasses.replace(self.settings, libvirt_uri=host.uri)
-            self.runtimes[host.name] = Runtime(settings, self.catalog.images, accel, hv)
             if host.local:
                 self.distributors[host.name] = local_images
+                lab_host = lab_host_for(hv)
             else:
                 if host.name not in remote_pools:
                     if not host.image_cache:
@@ -128,7 +130,11 @@ class RunnerExecutor:
                             None, f"hosts[{host.name}].image_cache", "a remote host needs an image_cache path"
                         )
                     remote_pools[host.name] = LibvirtVolumePool(hv.conn, host.image_cache)
-                self.distributors[host.name] = RemoteImages(store, {host.name: remote_pools[host.name]})
+                remote = RemoteImages(store, {host.name: remote_pools[host.name]})
+                self.distributors[host.name] = remote
+                lab_host = lab_host_for(hv, cache=host.image_cache, copies=remote.copies[host.name])
+            self._stack.push_async_callback(lab_host.close)
+            self.runtimes[host.name] = Runtime(settings, self.catalog.images, accel, hv, lab_host)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -181,15 +187,16 @@ class RunnerExecutor:
             rt = next((r for r in self.runtimes.values() if r.settings.libvirt_uri == state.uri), None)
             if rt is None:
                 continue
-            jobs.append(_destroy_lab(rt.hypervisor, state.domains, state.networks, state.directory, state.lab_id,
-                                     leases))
+            jobs.append(_destroy_lab(rt, state.domains, state.networks, state.directory, state.lab_id, leases))
         await asyncio.gather(*jobs, return_exceptions=True)
 
 
 async def _destroy_lab(
-    hv: Hypervisor, domains: list[str], networks: list[str], directory: str, lab_id: str, leases: LeaseStore
+    rt: Runtime, domains: list[str], networks: list[str], directory: str, lab_id: str, leases: LeaseStore
 ) -> None:
-    await teardown_objects(hv, list(domains), list(networks))
+    await teardown_objects(rt.hypervisor, list(domains), list(networks))
+    if rt.lab_host is not None:
+        await rt.lab_host.files.remove(lab_id)
     shutil.rmtree(directory, ignore_errors=True)
     await asyncio.to_thread(leases.release, lab_id)
 

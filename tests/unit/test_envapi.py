@@ -149,7 +149,11 @@ def make_client(root: Path, tmp_path: Path, **limits: Any) -> tuple[TestClient, 
     db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
     settings = Settings(tmp_path / "home", "test:///default", 4096, "10.213.0.0/16", "tcg")
     rt = SimpleNamespace(
-        settings=settings, catalog=image_catalog(), accel=SimpleNamespace(label="tcg", accel="tcg"), hypervisor=None
+        settings=settings,
+        catalog=image_catalog(),
+        accel=SimpleNamespace(label="tcg", accel="tcg"),
+        hypervisor=None,
+        lab_host=None,
     )
 
     @asynccontextmanager

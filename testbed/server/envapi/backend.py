@@ -9,6 +9,9 @@ MACs are fixed): an episode that finds the task's slot busy does NOT wait — it
 an ordinary cold run (recorded as `config.fast_reset.mode = "cold"`), so concurrent episodes
 of one task still run, only slower. A slot that fails to restore is removed (the next episode
 rebuilds it). Without fast reset, every episode is an ordinary cold run.
+
+Saved states are local files (memory image, frozen disk), so fast reset applies only when the
+libvirt URI is local; on a remote lab host every episode is a cold run (logged once).
 """
 
 from __future__ import annotations
@@ -49,7 +52,10 @@ class RunnerBackend:
         self.db = db
         self.root = root
         self.job_id = job_id
-        self.fast_reset = fast_reset
+        remote = rt.lab_host is not None and rt.lab_host.remote
+        if fast_reset and remote:
+            log.warning("fast reset is off: saved states are local files and %s is a remote host", rt.hypervisor.uri)
+        self.fast_reset = fast_reset and not remote
         self.states = SlotStore(rt.settings)
 
     def load_task(self, task_id: str, image: str | None) -> Task:
