@@ -292,12 +292,10 @@ def _is_key_char(c: str) -> bool:
     return c.isalnum() or c in "_.-"
 
 
-def _key_starts(text: str, words: list[int]) -> list[int]:
-    r"""Where a `_KEY_VALUE` match can start, given the positions of its key words: the key
-    is `[\w.-]*?WORD` preceded by no `[\w-]` (and perhaps by a quote), so it starts at the
-    beginning of the `[\w.-]` run holding the word, after a `.` inside it, or at a quote
-    just before it."""
-    starts: set[int] = set()
+def _run_starts(text: str, words: list[int], member: Callable[[str], bool]) -> list[int]:
+    """For each key word position (ascending), where the run of `member` characters holding
+    it begins. A run holding the previous word is not walked again."""
+    runs: list[int] = []
     prev_word, prev_run = -1, -1
     for j in words:
         r = j
@@ -305,9 +303,26 @@ def _key_starts(text: str, words: list[int]) -> list[int]:
             if r == prev_word:  # the previous word is in this run: so is its run's start
                 r = prev_run
                 break
-            if not _is_key_char(text[r - 1]):
+            if not member(text[r - 1]):
                 break
             r -= 1
+        runs.append(r)
+        prev_word, prev_run = j, r
+    return runs
+
+
+def _is_option_char(c: str) -> bool:
+    return c.isalnum() or c in "_-"
+
+
+def _key_starts(text: str, words: list[int]) -> list[int]:
+    r"""Where a `_KEY_VALUE` match can start, given the positions of its key words: the key
+    is `[\w.-]*?WORD` preceded by no `[\w-]` (and perhaps by a quote), so it starts at the
+    beginning of the `[\w.-]` run holding the word, after a `.` inside it, or at a quote
+    just before it."""
+    starts: set[int] = set()
+    prev_word = -1
+    for j, r in zip(words, _run_starts(text, words, _is_key_char), strict=True):
         starts.add(r)
         if r > 0 and text[r - 1] in "\"'":
             starts.add(r - 1)
@@ -315,29 +330,14 @@ def _key_starts(text: str, words: list[int]) -> list[int]:
         while q >= 0:
             starts.add(q + 1)
             q = text.find(".", q + 1, j)
-        prev_word, prev_run = j, r
+        prev_word = j
     return sorted(starts)
 
 
 def _option_starts(text: str, words: list[int]) -> list[int]:
     r"""Where a `_LONG_OPTION` match can start: at the `--` beginning the `[\w-]` run that
     holds the key word (the look-behind allows no other place)."""
-    starts: set[int] = set()
-    prev_word, prev_run = -1, -1
-    for j in words:
-        r = j
-        while r > 0:
-            if r == prev_word:  # the previous word is in this run: so is its run's start
-                r = prev_run
-                break
-            c = text[r - 1]
-            if not (c.isalnum() or c in "_-"):
-                break
-            r -= 1
-        if text.startswith("--", r):
-            starts.add(r)
-        prev_word, prev_run = j, r
-    return sorted(starts)
+    return sorted({r for r in _run_starts(text, words, _is_option_char) if text.startswith("--", r)})
 
 
 def _sub_at(regex: re.Pattern[str], text: str, starts: list[int], repl: Callable[[re.Match[str]], str]) -> str:

@@ -61,7 +61,7 @@ import re
 import shutil
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -119,18 +119,20 @@ def state_key(
 
 
 @dataclass
-class SlotNode:
-    name: str
-    image: str
-    domain: str
-    mgmt_ip: str
-    host_key: str
-    user: str
-    dialect: str
-    readiness: str
-    data_ips: dict[str, str]
-    xml: str  # the domain XML at save time (paths as in the lab directory)
+class SlotNode(NodeState):
+    """A saved node: its lab record plus what restoring it needs (flat in meta.json)."""
+
+    xml: str = ""  # the domain XML at save time (paths as in the lab directory)
     seed_files: list[str] = field(default_factory=list)  # file names copied from the lab dir
+
+    @classmethod
+    def of(cls, node: NodeState, xml: str, seed_files: list[str]) -> SlotNode:
+        return cls(**asdict(node), xml=xml, seed_files=seed_files)
+
+    def node_state(self, console_log: str) -> NodeState:
+        """The lab record of this node in a restored lab."""
+        values = {f.name: getattr(self, f.name) for f in fields(NodeState)}
+        return NodeState(**{**values, "data_ips": dict(self.data_ips), "console_log": console_log})
 
 
 @dataclass
@@ -337,19 +339,7 @@ async def save_lab(
             disk = tmp / f"{node_state.name}.disk.qcow2"
             shutil.move(lab_dir / f"{node_state.name}.qcow2", disk)
             disk.chmod(0o444)
-            nodes[node_state.name] = SlotNode(
-                name=node_state.name,
-                image=node_state.image,
-                domain=node_state.domain,
-                mgmt_ip=node_state.mgmt_ip,
-                host_key=node_state.host_key,
-                user=node_state.user,
-                dialect=node_state.dialect,
-                readiness=node_state.readiness,
-                data_ips=dict(node_state.data_ips),
-                xml=xml,
-                seed_files=seeds,
-            )
+            nodes[node_state.name] = SlotNode.of(node_state, xml, seeds)
         shutil.copy2(state.client_key_path, tmp / "id_ed25519")
         meta = SlotMeta(
             task=task,
@@ -425,7 +415,7 @@ async def reconnect(nodes: Mapping[str, LabNode], *, timeout: float = 120.0) -> 
     await asyncio.gather(*(one(n) for n in nodes.values()))
 
 
-def new_session(node: SlotNode | NodeState, client_key: asyncssh.SSHKey) -> GuestSession:
+def new_session(node: NodeState, client_key: asyncssh.SSHKey) -> GuestSession:
     return GuestSession(
         node.mgmt_ip, client_key=client_key, host_key=node.host_key, username=node.user, dialect=node.dialect
     )
@@ -520,18 +510,7 @@ class RestoredLab:
         for node in meta.nodes.values():
             state.domains.append(node.domain)
             state.files.append(str(lab_dir / f"{node.name}.qcow2"))
-            state.nodes[node.name] = NodeState(
-                name=node.name,
-                image=node.image,
-                domain=node.domain,
-                mgmt_ip=node.mgmt_ip,
-                host_key=node.host_key,
-                user=node.user,
-                dialect=node.dialect,
-                readiness=node.readiness,
-                data_ips=node.data_ips,
-                console_log=str(lab_dir / f"{node.name}.console.log"),
-            )
+            state.nodes[node.name] = node.node_state(str(lab_dir / f"{node.name}.console.log"))
         state.save()
         t0 = time.monotonic()
         await restore_domains(self.hv, self.store, meta, {n: self._metadata(n) for n in meta.nodes})

@@ -37,6 +37,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from testbed.probes.secretnames import name_kinds
+
 SCRIPT_NAME = "snapshot.sh"
 SCRIPT_PATH: Path = Path(__file__).with_name(SCRIPT_NAME)
 """Path of the snapshot script inside the installed package."""
@@ -1257,33 +1259,6 @@ def parse_etc_files(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dic
     return {"files": files, "count": len(files)}
 
 
-_SECRET_NAME_KINDS: tuple[tuple[str, str], ...] = (
-    ("id_rsa", "ssh_private_key"),
-    ("id_dsa", "ssh_private_key"),
-    ("id_ecdsa", "ssh_private_key"),
-    ("id_ed25519", "ssh_private_key"),
-    ("id_ecdsa_sk", "ssh_private_key"),
-    ("id_ed25519_sk", "ssh_private_key"),
-    ("*.p12", "pkcs12"),
-    ("*.pfx", "pkcs12"),
-    ("*.jks", "keystore"),
-    ("*.keystore", "keystore"),
-    ("*.kdbx", "password_store"),
-    ("*.ppk", "putty_key"),
-    (".htpasswd", "credentials"),
-    (".pgpass", "credentials"),
-    (".netrc", "credentials"),
-    (".git-credentials", "credentials"),
-    ("credentials*", "credentials"),
-    ("*.vault_pass", "credentials"),
-    (".my.cnf", "credentials"),
-    ("*.gpg", "pgp"),
-    ("*.key", "key_file"),
-    ("*.pem", "pem_file"),
-    ("*.crt", "certificate_file"),
-    ("*.cer", "certificate_file"),
-    ("*.der", "certificate_file"),
-)
 _SECRET_PRIORITY = (
     "private_key",
     "ssh_private_key",
@@ -1319,11 +1294,6 @@ def _header_kind(header: str) -> str:
     return "pem:" + label.lower().replace(" ", "_")
 
 
-def _name_kinds(path: str) -> set[str]:
-    """Kinds suggested by a file's base name."""
-    base = path.rsplit("/", 1)[-1]
-    return {kind for pat, kind in _SECRET_NAME_KINDS if fnmatch.fnmatchcase(base, pat)}
-
 
 def parse_secrets(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dict[str, Any]:
     """``{"files": {path: {kind, kinds: [..], headers: [..], size, mode, owner, uid,
@@ -1340,7 +1310,7 @@ def parse_secrets(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dict[
     out: dict[str, dict[str, Any]] = {}
     for path, info in files.items():
         hdrs = headers.get(path, [])
-        kinds = _name_kinds(path) | {_header_kind(h) for h in hdrs}
+        kinds = name_kinds(path) | {_header_kind(h) for h in hdrs}
         ranked = sorted(
             kinds, key=lambda k: (_SECRET_PRIORITY.index(k) if k in _SECRET_PRIORITY else len(_SECRET_PRIORITY), k)
         )

@@ -79,7 +79,7 @@ def _fake_slot(store: SlotStore, task: str, key: str) -> tuple[SlotMeta, str]:
     directory = store.slot_dir(task, key)
     directory.mkdir(parents=True)
     node = SlotNode(
-        "node", "debian-12", "tb-x-node", "10.99.0.2", "ssh-ed25519 AAAA", "root", "debian", "ssh", {}, "<domain/>"
+        "node", "debian-12", "tb-x-node", "10.99.0.2", "ssh-ed25519 AAAA", "root", "debian", "ssh", {}, xml="<domain/>"
     )
     meta = SlotMeta(
         task=task,

@@ -9,12 +9,15 @@ replacement to a pass. That shows, on a real second libvirtd:
 - overlays and seeds created as volumes on the host, never as local paths;
 - guest SSH (agent commands, snapshots, checks) tunnelled through the host's sshd;
 - the host guard installed on the remote host over SSH;
-- nothing left on either host afterwards.
+- nothing left on either host afterwards;
+- and, since the resume runs on a pty, the Rich live panel on a real terminal.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -31,12 +34,13 @@ from testbed.db.engine import open_database
 from testbed.db.models import Command, Run
 from testbed.hypervisor.xml import LabMetadata
 
-from .conftest import ROOT, assert_clean, run_cli
+from .conftest import ROOT, assert_clean
 from .remote_host import RemoteHost, remote_lab_host
 
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(2400)]
 
 TASK = "config-permissions"  # single node, no reboot
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def _worker_index() -> int:
@@ -136,8 +140,18 @@ def test_job_on_a_remote_host_survives_a_killed_coordinator(
         assert left["domains"] == [] and left["networks"], left
         assert _volumes(conn, "testbed-labs"), "the killed lab's volumes should still be there"
 
-        resumed = run_cli("launch", "--resume", job_id[:10], "--db", url, "--no-progress", timeout=2000)
-        assert "complete" in resumed.stdout, resumed.stdout
+        # resumed on a terminal (a pty from `script`): the Rich live panel is what it shows
+        resumed = subprocess.run(
+            ["script", "-qec", shlex.join([sys.executable, "-m", "testbed.cli", "launch", "--resume", job_id[:10],
+                                           "--db", url]), "/dev/null"],
+            cwd=ROOT, env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"},
+            capture_output=True, text=True, timeout=2000, check=False,
+        )
+        screen = ANSI.sub("", resumed.stdout)
+        assert resumed.returncode == 0 and "complete" in screen, screen[-3000:]
+        assert "\x1b[" in resumed.stdout and "VM slots" in screen and "verifying" in screen
+        assert re.search(r"far\s+1/1", screen) and re.search(r"far\s+0/1", screen), screen[-3000:]
+        assert re.search(r"passed 1\s+failed 0", screen), screen[-3000:]
         db = open_database(url)
         with db() as s:
             runs = list(s.scalars(select(Run).where(Run.job_id == job_id).order_by(Run.created_at)))

@@ -8,10 +8,11 @@ small prefix helpers `_under`/`_prefixed`.
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 import re
 from collections.abc import Iterable
+
+from testbed.probes.secretnames import first_kind
 
 TMP_ROOTS: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")
 HOME_ROOTS: tuple[str, ...] = ("/root", "/home")
@@ -30,38 +31,6 @@ _BACKUP_RE = re.compile(
 )
 _EDITOR_TEMP_RE = re.compile(r"(^\.#|\.sw[a-p]$|^\.~lock\.)")
 _LEFTOVER_RE = re.compile(r"\.(log|deb|rpm|apk|tgz|tbz2?|txz|zip|whl|run|tar(\.(gz|bz2|xz|zst))?)$", re.I)
-_SECRET_NAMES: tuple[tuple[str, str], ...] = (
-    ("id_rsa", "ssh_private_key"),
-    ("id_dsa", "ssh_private_key"),
-    ("id_ecdsa", "ssh_private_key"),
-    ("id_ed25519", "ssh_private_key"),
-    ("id_ecdsa_sk", "ssh_private_key"),
-    ("id_ed25519_sk", "ssh_private_key"),
-    ("ssh_host_*_key", "ssh_host_key"),
-    ("*.key", "key_file"),
-    ("*.pem", "pem_file"),
-    ("*.p12", "pkcs12"),
-    ("*.pfx", "pkcs12"),
-    ("*.jks", "keystore"),
-    ("*.keystore", "keystore"),
-    ("*.kdbx", "password_store"),
-    ("*.ppk", "putty_key"),
-    ("*.crt", "certificate_file"),
-    ("*.cer", "certificate_file"),
-    ("*.der", "certificate_file"),
-    ("*.csr", "certificate_request"),
-    (".htpasswd", "credentials"),
-    ("htpasswd", "credentials"),
-    ("*.htpasswd", "credentials"),
-    (".pgpass", "credentials"),
-    (".netrc", "credentials"),
-    (".git-credentials", "credentials"),
-    ("credentials*", "credentials"),
-    ("*.vault_pass", "credentials"),
-    (".my.cnf", "credentials"),
-)
-
-
 def is_backup_name(path: str) -> bool:
     """True when the base name of `path` looks like a backup or dated copy (see the
     ``backup_files`` rules in the package doc)."""
@@ -70,10 +39,9 @@ def is_backup_name(path: str) -> bool:
 
 def secret_name_kind(path: str) -> str | None:
     """The kind of key material the path's name suggests (``/etc/ssl/private/*`` counts)."""
-    base = posixpath.basename(path)
-    for pattern, kind in _SECRET_NAMES:
-        if fnmatch.fnmatchcase(base, pattern):
-            return kind
+    kind = first_kind(path)
+    if kind is not None:
+        return kind
     if path.startswith("/etc/ssl/private/"):
         return "ssl_private"
     return None
