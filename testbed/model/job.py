@@ -99,6 +99,17 @@ class HostSpec(_Strict):
             raise ValueError("must be lowercase letters, digits, '.', '_' or '-' (at most 63 characters)")
         return value
 
+    @model_validator(mode="after")
+    def _remote_needs_cache(self) -> HostSpec:
+        if self.uri and not LOCAL_URI_RE.match(self.uri):
+            if not self.image_cache:
+                raise ValueError(
+                    "a remote host needs image_cache: the directory on that host where base images are kept"
+                )
+            if not self.image_cache.startswith("/"):
+                raise ValueError("image_cache must be an absolute path on the lab host")
+        return self
+
     def is_local(self, default_uri: str) -> bool:
         """Whether the host is this machine (its URI names no remote host)."""
         return bool(LOCAL_URI_RE.match(self.uri or default_uri))

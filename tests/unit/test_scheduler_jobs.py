@@ -55,6 +55,10 @@ def test_matrix_is_restricted_to_supported_variants_and_categories() -> None:
         ({"name": "x", "hosts": [{"name": "a"}, {"name": "a"}]}, None, "duplicate host name"),
         ({"name": "x", "hosts": [{"name": "Bad Name"}]}, "hosts[Bad Name].name", "lowercase"),
         ({"name": "x", "retry": {"limit": -1}}, "retry.limit", "greater than or equal to 0"),
+        ({"name": "x", "hosts": [{"name": "far", "uri": "qemu+ssh://root@lab2/system"}]}, "hosts[far]",
+         "needs image_cache"),
+        ({"name": "x", "hosts": [{"name": "far", "uri": "qemu+ssh://lab2/system", "image_cache": "images"}]},
+         "hosts[far]", "absolute path"),
     ],
 )
 def test_bad_job_files_name_file_field_and_problem(tmp_path: Path, data: dict, field: str | None,
