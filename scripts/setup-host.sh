@@ -26,8 +26,19 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup-host: installing ${missing[*]}"
+  # Without an init system, packages must not start their daemons (sshd, postgresql, ...)
+  # in the host's own namespace: deny service starts for this install unless a policy exists.
+  policy=/usr/sbin/policy-rc.d
+  added_policy=0
+  if [ "$(cat /proc/1/comm 2>/dev/null)" != "systemd" ] && [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy"
+    chmod 755 "$policy"
+    added_policy=1
+    trap 'rm -f "$policy"' EXIT
+  fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ "$added_policy" -eq 1 ]; then rm -f "$policy"; trap - EXIT; fi
 fi
 
 if [ ! -x .venv/bin/python ]; then

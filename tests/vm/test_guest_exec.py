@@ -32,7 +32,10 @@ async def _exercise(serial_cache: Path) -> None:
         serial = base.model_copy(
             update={
                 "name": "debian-12-serial",
-                "readiness": base.readiness.model_copy(update={"method": "serial", "prompt": r"login: *$"}),
+                # 600 s: three VM tests share two cores in CI, and a loaded TCG boot has taken 300 s
+                "readiness": base.readiness.model_copy(
+                    update={"method": "serial", "prompt": r"login: *$", "timeout_s": 600}
+                ),
             }
         )
         catalog = {**rt.catalog, "debian-12-serial": serial}
