@@ -55,7 +55,7 @@ def volume_name(image: StoredImage, part: str = "qcow2") -> str:
 class VolumeInfo:
     name: str
     path: str
-    size: int
+    size: int  # the file's length in bytes
 
 
 class VolumePool(Protocol):
@@ -208,8 +208,9 @@ class LibvirtVolumePool:
             vol = self._vol(name)
         except self._libvirt.libvirtError:
             return None
-        _kind, capacity, allocation = vol.info()
-        return VolumeInfo(name, vol.path(), int(allocation if allocation else capacity))
+        # the file's length: `capacity` is a qcow2's virtual size, `allocation` counts blocks
+        _kind, _capacity, physical = vol.infoFlags(self._libvirt.VIR_STORAGE_VOL_GET_PHYSICAL)
+        return VolumeInfo(name, vol.path(), int(physical))
 
     def create(self, name: str, size: int) -> VolumeInfo:
         xml = (

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import asyncssh
@@ -135,4 +136,41 @@ async def test_asyncssh_and_forwarding(remote: RemoteHost) -> None:
             await listener.wait(check=True, timeout=20)
     finally:
         net.destroy()
+        conn.close()
+
+
+def test_testbed_volume_pool_on_the_remote(remote: RemoteHost, tmp_path: Path) -> None:
+    """testbed's `LibvirtVolumePool` against the remote libvirtd: a copy of odd length is
+    verified and never sent twice (its size is the file's length, not its block count), an
+    overlay backs onto it without copying, and lab files are listed and deleted by prefix."""
+    import hashlib
+
+    from testbed.hypervisor.volumes import LibvirtVolumePool, sync_file
+
+    conn = libvirt.open(remote.uri)
+    pool = LibvirtVolumePool(conn, f"{remote.image_cache}/odd", "rhodd")
+    try:
+        base = tmp_path / "base.qcow2"
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(base), "1G"], check=True)
+        with base.open("ab") as fh:  # an odd length, as kernels and initrds have
+            fh.write(b"\0" * 1001)
+        want = hashlib.sha256(base.read_bytes()).hexdigest()
+        info, uploaded = sync_file(pool, base, "base.qcow2", want)
+        assert uploaded and info.size == base.stat().st_size
+        lookup = pool.lookup("base.qcow2")
+        assert lookup is not None and lookup.size == base.stat().st_size
+        assert sync_file(pool, base, "base.qcow2", want, verified=True)[1] is False
+        assert sync_file(pool, base, "base.qcow2", want)[1] is False  # read back and compared, not re-sent
+        overlay = pool.create_overlay("ab12-n1.qcow2", info.path, 1 << 30)
+        seed = pool.put("ab12-n1.seed.tar", b"seed")
+        assert overlay.endswith("/odd/ab12-n1.qcow2") and seed.endswith("/odd/ab12-n1.seed.tar")
+        vol_xml = conn.storageVolLookupByPath(overlay).XMLDesc(0)
+        assert f"<path>{info.path}</path>" in vol_xml and "qcow2" in vol_xml
+        assert pool.names("ab12-") == ["ab12-n1.qcow2", "ab12-n1.seed.tar"]
+        for name in pool.names():
+            pool.delete(name)
+        assert pool.names() == []
+    finally:
+        with suppress(libvirt.libvirtError):
+            conn.storagePoolLookupByName("rhodd").destroy()
         conn.close()
