@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import libvirt
+
 from testbed.errors import HarnessError
 from testbed.images.store import StoredImage
 
@@ -149,8 +151,11 @@ class BaseCopies:
         async with lock:
             if want is None:
                 want = await self._local_sum(path)
-            info, uploaded = await asyncio.to_thread(sync_file, self.pool, path, name, want,
-                                                     verified=name in self._verified)
+            try:
+                info, uploaded = await asyncio.to_thread(sync_file, self.pool, path, name, want,
+                                                         verified=name in self._verified)
+            except (OSError, libvirt.libvirtError) as exc:
+                raise HarnessError(f"copy of {path} to volume {name}: {exc}") from exc
             self._verified.add(name)
             if uploaded:
                 self.uploads.append(name)
@@ -171,8 +176,6 @@ class LibvirtVolumePool:
     at `path` on the host of `conn`. Blocking: call from a thread."""
 
     def __init__(self, conn: Any, path: str, name: str = IMAGES_POOL) -> None:
-        import libvirt
-
         self._libvirt = libvirt
         self.conn = conn
         self.path = path

@@ -144,3 +144,16 @@ def test_lab_host_for_local_and_remote_uris(test_hv: Hypervisor, monkeypatch: py
     assert str(remote.link.target) == "root@lab2"
     assert isinstance(remote.files, PoolLabFiles) and remote.files.labs.path == "/srv/tb/labs"
     assert lab_host_for(test_hv, cache="/var/cache/x").cache == "/var/cache/x"
+
+
+def test_a_failing_pool_is_a_harness_error(tmp_path: Path) -> None:
+    import libvirt
+
+    class BrokenPool(MemoryPool):
+        def upload(self, name: str, chunks: Iterator[bytes], size: int) -> None:
+            raise libvirt.libvirtError("stream aborted")
+
+    pool = BrokenPool()
+    with pytest.raises(HarnessError, match="stream aborted"):
+        asyncio.run(BaseCopies(pool).ensure(_stored(tmp_path)))
+    assert pool.volumes == {}  # the half-made copy is gone
