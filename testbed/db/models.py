@@ -9,8 +9,9 @@ Contracts:
 - JSON columns are JSONB on PostgreSQL and JSON on SQLite.
 - Enumerations are plain strings guarded twice: a named CHECK constraint in the schema
   (so a bad value never lands, whoever writes) and the tuples below, which the recorder
-  uses to reject a bad value early with a clear `ValueError`. Adding a value means editing
-  the tuple AND writing a migration that replaces the CHECK constraint.
+  uses to reject a bad value early with a clear `ValueError`. The words themselves live in
+  `testbed.model.vocab` (StrEnums); adding a value means adding a member there AND writing
+  a migration that replaces the CHECK constraint.
 - Child rows reference `runs.id` with ON DELETE CASCADE; `runs.job_id` and
   `findings.command_id` are nullable with ON DELETE SET NULL.
 """
@@ -38,46 +39,46 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from testbed.db.types import JSONType, UTCDateTime, utcnow
+from testbed.model.vocab import (
+    CheckStatus,
+    CommandPhase,
+    FindingKind,
+    Outcome,
+    PhaseStatus,
+    Residue,
+    RunState,
+    SnapshotPoint,
+    Source,
+    values,
+)
 
 # --- enumerations ----------------------------------------------------------------------
 
-RUN_STATES: tuple[str, ...] = (
-    "pending",
-    "provisioning",
-    "setup",
-    "agent",
-    "verify",
-    "reboot",
-    "teardown",
-    "finished",
-)
+RUN_STATES: tuple[str, ...] = values(RunState)
 """`runs.state`: where the run is in its lifecycle (DESIGN.md, "Run lifecycle")."""
 
-OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "cancelled")
+OUTCOMES: tuple[str, ...] = values(Outcome)
 """`runs.outcome`: NULL until the run finishes."""
 
-RESIDUE_VALUES: tuple[str, ...] = ("yes", "no", "undetermined")
+RESIDUE_VALUES: tuple[str, ...] = values(Residue)
 """`runs.residue`: whether the agent left residue; NULL until analysed."""
 
-PHASE_STATUSES: tuple[str, ...] = ("running", "ok", "failed", "error", "skipped", "cancelled")
-"""`phases.status`: `running` while open; `ok` / `failed` (the phase's own verdict, e.g. a
-setup step that failed) / `error` (harness fault) / `skipped` / `cancelled` once closed."""
+PHASE_STATUSES: tuple[str, ...] = values(PhaseStatus)
+"""`phases.status` (see `testbed.model.vocab.PhaseStatus`)."""
 
-COMMAND_PHASES: tuple[str, ...] = ("setup", "agent", "verify", "probe", "teardown")
-"""`commands.phase`: the four DESIGN.md phases plus `teardown` (harness commands run while
-tearing a lab down, e.g. collecting logs). Commands issued during a reboot belong to the
-phase that asked for it (usually `verify`) or to `probe`."""
+COMMAND_PHASES: tuple[str, ...] = values(CommandPhase)
+"""`commands.phase` (see `testbed.model.vocab.CommandPhase`)."""
 
-COMMAND_SOURCES: tuple[str, ...] = ("harness", "agent")
+COMMAND_SOURCES: tuple[str, ...] = values(Source)
 """`commands.source`: who issued the command."""
 
-SNAPSHOT_POINTS: tuple[str, ...] = ("before_setup", "after_setup", "after_agent", "after_reboot")
+SNAPSHOT_POINTS: tuple[str, ...] = values(SnapshotPoint)
 """`snapshots.point` and `checks.point`."""
 
-CHECK_STATUSES: tuple[str, ...] = ("passed", "failed", "indeterminate")
+CHECK_STATUSES: tuple[str, ...] = values(CheckStatus)
 """`checks.status`: a verifier that cannot decide records `indeterminate`, never `failed`."""
 
-FINDING_KINDS: tuple[str, ...] = ("residue", "impact", "safety")
+FINDING_KINDS: tuple[str, ...] = values(FindingKind)
 """`findings.kind`."""
 
 
