@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Protocol
+
+from testbed.db.recorder import RunRecorder
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,35 @@ class Observation:
     duration_ms: int = 0
 
 
+class CommandLog(Protocol):
+    """How an agent records a command it refused to send (an invalid action)."""
+
+    async def record_not_run(
+        self, node: str, command: str, *, phase: str, source: str, reason: str, impact: list[str]
+    ) -> int: ...
+
+
+@dataclass(frozen=True)
+class AgentBinding:
+    """What the runner hands an agent before it starts: the run's recorder (for rows of
+    the agent's own, such as an LLM's turns) and the run's command log."""
+
+    recorder: RunRecorder
+    commands: CommandLog
+
+    @property
+    def run_id(self) -> str:
+        return self.recorder.run_id
+
+
 class Agent(ABC):
     name: str = "agent"
+
+    def bind(self, binding: AgentBinding) -> None:  # noqa: B027 - optional hook
+        """Called once, before `start`, with the run this agent works in."""
+
+    def observe(self, observation: Observation) -> None:  # noqa: B027 - optional hook
+        """Called with the result of every action (even ones the agent did not await)."""
 
     async def start(self, context: AgentContext) -> None:  # noqa: B027 - optional hook
         """Called once before the first action."""

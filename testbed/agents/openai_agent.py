@@ -25,7 +25,7 @@ Contracts:
   model calls. Tool calls with unparsable arguments are answered with an error message and
   the model is asked again (this counts as a step).
 - Every model call is stored as a `model_turns` row when the agent is bound to a run
-  (`bind_recorder`, called by the runner): messages added since the previous turn, the
+  (`bind`, called by the runner): messages added since the previous turn, the
   reply, parsed tool calls, token usage, latency; a failed call too (with `error`).
 - An endpoint that cannot be reached or keeps failing (after retries on 429/5xx/transport
   errors) is a `HarnessError`: the run ends as `error`, never as an agent failure.
@@ -47,7 +47,7 @@ import httpx
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from testbed.agents.base import Action, Agent, AgentContext, Observation
+from testbed.agents.base import Action, Agent, AgentBinding, AgentContext, Observation
 from testbed.db.models import ModelTurn
 from testbed.db.recorder import RunRecorder, clean_json, clean_text
 from testbed.db.types import utcnow
@@ -256,9 +256,9 @@ class OpenAIAgent(Agent):
     def from_spec(cls, spec: str) -> OpenAIAgent:
         return cls(OpenAISettings.from_spec(spec))
 
-    def bind_recorder(self, recorder: RunRecorder) -> None:
-        """Store model turns with the run `recorder` writes (called by the runner)."""
-        self._writer = ModelTurnWriter(recorder)
+    def bind(self, binding: AgentBinding) -> None:
+        """Store model turns with the run's recorder (called by the runner)."""
+        self._writer = ModelTurnWriter(binding.recorder)
 
     async def start(self, context: AgentContext) -> None:
         self._context = context

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from datetime import date, datetime
 from enum import Enum
 from pathlib import PurePath
@@ -59,7 +59,7 @@ from testbed.db.models import (
     new_id,
     short_id,
 )
-from testbed.db.records import CommandRecord
+from testbed.db.records import CommandRecord, StoredCommand
 from testbed.db.types import utcnow
 
 T = TypeVar("T")
@@ -73,6 +73,9 @@ RUN_FIELDS: frozenset[str] = frozenset(
 """Fields `update_run` may change."""
 
 Database = Engine | sessionmaker[Session]
+
+
+_RECORD_FIELDS = tuple(f.name for f in fields(CommandRecord))
 
 
 def engine_of(db: Database) -> Engine:
@@ -131,6 +134,11 @@ def clean_json(value: Any) -> Any:
     if isinstance(value, list | tuple | set | frozenset):
         return [clean_json(v) for v in value]
     raise TypeError(f"value of type {type(value).__name__} cannot be stored as JSON")
+
+
+def stored_record(values: Mapping[str, Any]) -> CommandRecord:
+    """The `CommandRecord` of a row's column values (as `store_command` writes them)."""
+    return CommandRecord(**{k: values[k] for k in _RECORD_FIELDS if k in values})
 
 
 def create_job(db: Database, name: str, config: Any = None, *, job_id: str | None = None) -> str:
@@ -247,6 +255,19 @@ class RunRecorder:
             run = self._run(session)
             for key, value in fields.items():
                 setattr(run, key, value)
+
+        self._write(work)
+
+    def merge_config(self, section: str, values: Mapping[str, Any]) -> None:
+        """Merge `values` into `config[section]` of the run row (one transaction)."""
+
+        def work(session: Session) -> None:
+            run = self._run(session)
+            config = dict(run.config or {})
+            merged = dict(config.get(section) or {})
+            merged.update(clean_json(dict(values)))
+            config[section] = merged
+            run.config = config
 
         self._write(work)
 
@@ -372,6 +393,10 @@ class RunRecorder:
 
     def record_command(self, record: CommandRecord) -> int:
         """Insert `record` with the next `seq`, commit, and return the command's id."""
+        return self.store_command(record).id
+
+    def store_command(self, record: CommandRecord) -> StoredCommand:
+        """Insert `record` with the next `seq`, commit, and return the row as stored."""
         _one_of("command phase", record.phase, COMMAND_PHASES)
         _one_of("command source", record.source, COMMAND_SOURCES)
         _aware("started_at", record.started_at)
@@ -393,7 +418,7 @@ class RunRecorder:
                 command_id = command.id
             # Committed: only now is the number used up (a failed write reuses it).
             self._seq = seq
-            return command_id
+            return StoredCommand(command_id, seq, stored_record(values))
 
     # --- snapshots, checks, findings ---------------------------------------------------
 

@@ -35,3 +35,13 @@ class CommandRecord:
     impact: list[str] = field(default_factory=list)
     redacted: list[str] | None = None
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCommand:
+    """A command row as it was committed: its id, its `seq` in the run, and the record
+    exactly as stored (text cleaned and, when the recorder redacts, redacted)."""
+
+    id: int
+    seq: int
+    record: CommandRecord

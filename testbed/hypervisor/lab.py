@@ -207,7 +207,7 @@ class Lab:
         self.state.save()
         self.leases.set_owner(self.lab_id, owner)
         for node in self.nodes.values():
-            await self.hv.call(_set_domain_owner, self.hv, node.domain, self._metadata(node.name, owner))
+            await self.hv.call(_set_domain_owner, self.hv, node.domain, self.metadata_for(node.name, owner))
         await asyncio.gather(*(n.session.close() for n in self.nodes.values()))
         self.nodes = {}
         self.state = None
@@ -241,7 +241,8 @@ class Lab:
             resolved[node.name] = (image, stored)
         return resolved
 
-    def _metadata(self, node: str | None, owner: Owner | None = None) -> str:
+    def metadata_for(self, node: str | None, owner: Owner | None = None) -> str:
+        """The `<tb:lab>` metadata XML of this lab's objects (`node` None: its networks)."""
         assert self.state is not None
         return LabMetadata(
             lab_id=self.state.lab_id,
@@ -347,7 +348,7 @@ class Lab:
         mgmt = NetworkSpec(
             name=f"{prefix}-mgmt",
             bridge=bridge_name(self.lab_id, "mgmt"),
-            metadata_xml=self._metadata(None),
+            metadata_xml=self.metadata_for(None),
             host_ip=plan.host_ip,
             prefix=plan.mgmt_subnet.prefixlen,
             dhcp_hosts=[DhcpHost(node_macs[n]["mgmt"], n, ip) for n, ip in plan.mgmt.items()] if needs_dhcp else [],
@@ -358,7 +359,7 @@ class Lab:
             NetworkSpec(
                 name=f"{prefix}-{net.name}",
                 bridge=bridge_name(self.lab_id, net.name),
-                metadata_xml=self._metadata(None),
+                metadata_xml=self.metadata_for(None),
             )
             for net in self.topology.networks
         ]
@@ -456,7 +457,7 @@ class Lab:
             vcpus=spec_node.vcpus,
             disk=overlay,
             console_log=console_log,
-            metadata_xml=self._metadata(node_name),
+            metadata_xml=self.metadata_for(node_name),
             nics=nics,
             kernel=base.kernel if image.boot.mode == "kernel" else None,
             initrd=base.initrd if image.boot.mode == "kernel" else None,

@@ -105,3 +105,27 @@ class FindingKind(StrEnum):
 def values(enum: type[StrEnum]) -> tuple[str, ...]:
     """The plain string values of `enum`, in declaration order (for CHECK constraints)."""
     return tuple(member.value for member in enum)
+
+
+class Phase(StrEnum):
+    """`phases.name`: the steps of a run's lifecycle, as recorded in the `phases` table and
+    reported to listeners (CLI progress, the scheduler's view, the environment API)."""
+
+    PROVISIONING = "provisioning"
+    SNAPSHOT_BEFORE_SETUP = "snapshot_before_setup"
+    SETUP = "setup"
+    SNAPSHOT_AFTER_SETUP = "snapshot_after_setup"
+    SAVE_STATE = "save_state"
+    AGENT = "agent"
+    SNAPSHOT_AFTER_AGENT = "snapshot_after_agent"
+    VERIFY = "verify"
+    REBOOT = "reboot"
+    SNAPSHOT_AFTER_REBOOT = "snapshot_after_reboot"
+    VERIFY_AFTER_REBOOT = "verify_after_reboot"
+    RESIDUE = "residue"
+    TEARDOWN = "teardown"
+
+    @classmethod
+    def snapshot(cls, point: SnapshotPoint) -> Phase:
+        """The phase that takes the snapshot at `point`."""
+        return cls(f"snapshot_{point.value}")

@@ -19,7 +19,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
 from testbed.model.task import discover_tasks, load_task
-from testbed.runner.run import Runner, RunRequest, RunResult
+from testbed.runner.events import PhaseEvent, ProvisionProgress, RunEvent, RunFinished, RunStarted
+from testbed.runner.request import RunRequest, RunResult
+from testbed.runner.run import Runner
 from testbed.runtime import image_catalog, runtime
 
 task_app = typer.Typer(help="Validate and list tasks.", no_args_is_help=True)
@@ -82,16 +84,23 @@ async def _run(request: RunRequest, sessions: sessionmaker[Session], settings: S
     async with runtime(settings) as rt:
         with out.status("starting") as status:
 
-            def progress(phase: str, detail: str) -> None:
+            def progress(event: RunEvent) -> None:
                 stamp = f"{time.monotonic() - t0:6.1f}s"
-                if phase == "run":
-                    out.print(f"run {detail}  task {request.task.id}  image {request.image}  agent {request.agent}")
-                elif detail in ("ok", "error", "cancelled") or phase == "finished":
-                    out.print(f"{stamp}  {phase:<22} {detail}")
-                status.update(f"{phase}: {detail}")
+                if isinstance(event, RunStarted):
+                    out.print(
+                        f"run {event.run_id}  task {request.task.id}  image {request.image}  agent {request.agent}"
+                    )
+                    status.update("provisioning")
+                elif isinstance(event, PhaseEvent):
+                    if not event.started:
+                        out.print(f"{stamp}  {event.phase:<22} {event.status}")
+                    status.update(f"{event.phase}: {event.status}")
+                elif isinstance(event, ProvisionProgress):
+                    status.update(f"{event.who}: {event.what}")
+                elif isinstance(event, RunFinished):
+                    out.print(f"{stamp}  {'finished':<22} {event.outcome}")
 
-            runner = Runner(request, rt, sessions, progress)
-            result = await runner.execute()
+            result = await Runner(request, rt, sessions, [progress]).execute()
     _print_result(out, result)
     return result
 

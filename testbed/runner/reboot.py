@@ -1,7 +1,8 @@
 """Harness-driven reboot of a node, for requirements that must persist.
 
 The reboot is asked of the guest itself (`systemctl reboot`, detached so the command
-returns), then the harness waits until SSH answers again with a different boot id.
+returns), then the harness waits until SSH answers again with a different boot id. Every
+command it sends is recorded (phase `probe`, source `harness`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from testbed.errors import HarnessError
 from testbed.guest.readiness import wait_for_ssh
 from testbed.guest.ssh import GuestConnectionError
 from testbed.hypervisor.lab import LabNode
+from testbed.runner.recording import CommandRecorder
 
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
+REBOOT = "nohup sh -c 'sleep 1; systemctl reboot' >/dev/null 2>&1 &"
 
 
 def console_tail(node: LabNode, chars: int = 1500) -> str:
@@ -27,12 +30,17 @@ def console_tail(node: LabNode, chars: int = 1500) -> str:
     return data.decode(errors="replace").strip() or "(empty)"
 
 
-async def reboot_node(node: LabNode, timeout: float = 600) -> float:
+async def boot_id(node: LabNode, commands: CommandRecorder) -> str:
+    recorded = await commands.run(node, BOOT_ID, phase="probe", source="harness", timeout=30)
+    return recorded.result.stdout.strip()
+
+
+async def reboot_node(node: LabNode, commands: CommandRecorder, timeout: float = 600) -> float:
     """Reboot `node` and wait until it is back; returns the seconds it took."""
     t0 = time.monotonic()
-    before = (await node.exec(BOOT_ID, timeout=30)).stdout.strip()
+    before = await boot_id(node, commands)
     with contextlib.suppress(GuestConnectionError):  # the connection may drop as the reboot starts
-        await node.exec("nohup sh -c 'sleep 1; systemctl reboot' >/dev/null 2>&1 &", timeout=30)
+        await commands.run(node, REBOOT, phase="probe", source="harness", timeout=30)
     await node.session.close()
     await asyncio.sleep(3)
     while True:
@@ -45,7 +53,7 @@ async def reboot_node(node: LabNode, timeout: float = 600) -> float:
             await wait_for_ssh(node.session, timeout=remaining, alive=node.is_running, name=node.name)
         except HarnessError as exc:
             raise HarnessError(f"{exc}; console: {console_tail(node)}") from exc
-        after = (await node.exec(BOOT_ID, timeout=30)).stdout.strip()
+        after = await boot_id(node, commands)
         if after and after != before:
             return time.monotonic() - t0
         await node.session.close()

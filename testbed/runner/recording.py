@@ -1,7 +1,8 @@
 """Execute a command on a node and record it before the next one starts.
 
 Contract: every command that reaches a guest — setup, agent, verification, probes — gets a
-row, committed before `run()` returns (so before the run's next command starts). A transport
+row, committed before `run()` returns (so before the run's next command starts), and the row
+as stored is appended to the run's in-memory `RunJournal`. A transport
 failure is recorded too (exit status NULL, `error` set) and then re-raised as a harness
 error. Agent output is redacted before it is stored when `redact` is on; the agent itself
 still sees the raw output.
@@ -20,6 +21,7 @@ from testbed.db.records import CommandRecord
 from testbed.errors import HarnessError
 from testbed.guest.result import ExecResult
 from testbed.hypervisor.lab import LabNode
+from testbed.runner.journal import RunJournal
 
 
 @dataclass(frozen=True)
@@ -30,8 +32,16 @@ class Recorded:
 
 
 class CommandRecorder:
-    def __init__(self, recorder: RunRecorder, *, redact_output: bool = True, max_output: int = 64 * 1024) -> None:
+    def __init__(
+        self,
+        recorder: RunRecorder,
+        *,
+        journal: RunJournal | None = None,
+        redact_output: bool = True,
+        max_output: int = 64 * 1024,
+    ) -> None:
         self.recorder = recorder
+        self.journal = journal if journal is not None else RunJournal()
         self.redact_output = redact_output
         self.max_output = max_output
 
@@ -45,12 +55,13 @@ class CommandRecorder:
         timeout: float | None,
         stored_stdout_limit: int | None = None,
         max_output: int | None = None,
+        stdin: bytes | None = None,
     ) -> Recorded:
         impact = classify(command) if source == "agent" else []
         started = datetime.now(UTC)
         t0 = time.monotonic()
         try:
-            result = await node.exec(command, timeout=timeout, max_output=max_output or self.max_output)
+            result = await node.exec(command, timeout=timeout, max_output=max_output or self.max_output, stdin=stdin)
         except HarnessError as exc:  # SSH dropped or the guest is gone: record, then re-raise
             await self.store(
                 CommandRecord(
@@ -69,7 +80,10 @@ class CommandRecorder:
         return Recorded(result, command_id, impact)
 
     async def store(self, record: CommandRecord) -> int:
-        return await asyncio.to_thread(self.recorder.record_command, record)
+        """Commit `record` (off the event loop), journal it as stored; its id."""
+        stored = await asyncio.to_thread(self.recorder.store_command, record)
+        self.journal.add_command(stored)
+        return stored.id
 
     async def record_not_run(
         self, node: str, command: str, *, phase: str, source: str, reason: str, impact: list[str]

@@ -162,9 +162,7 @@ class AgentSession:
                 if action is None:
                     break
                 last = await self.step(action)
-                observe = getattr(agent, "observe", None)  # agents that must see every result (HTTP env)
-                if callable(observe):
-                    observe(last)
+                agent.observe(last)
         finally:
             await agent.close()
         return self.stats

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from testbed.model.vocab import Phase
 from testbed.scheduler.bootgate import BootGate
 from testbed.scheduler.resources import Demand, HostSlot
 
@@ -61,16 +62,19 @@ class Executor(Protocol):
     async def abort(self) -> None: ...
 
 
-def phase_of(runner_phase: str) -> str | None:
-    """Map a runner phase name (testbed.runner.run) onto `PHASES` (None: no change)."""
-    if runner_phase in ("run",):
-        return None
-    if runner_phase.startswith("provisioning"):
-        return "provisioning"
-    if runner_phase in ("agent",) or runner_phase.startswith("snapshot_before") or runner_phase == "setup":
-        return "agent" if runner_phase == "agent" else "provisioning"
-    if runner_phase.startswith(("snapshot_after_agent", "verify", "reboot", "snapshot_after_reboot")):
-        return "verifying"
-    if runner_phase in ("teardown", "finished"):
-        return "done"
-    return None
+VIEW_OF_PHASE: dict[Phase, str] = {
+    Phase.PROVISIONING: "provisioning",
+    Phase.SNAPSHOT_BEFORE_SETUP: "provisioning",
+    Phase.SETUP: "provisioning",
+    Phase.SNAPSHOT_AFTER_SETUP: "provisioning",
+    Phase.SAVE_STATE: "provisioning",
+    Phase.AGENT: "agent",
+    Phase.SNAPSHOT_AFTER_AGENT: "verifying",
+    Phase.VERIFY: "verifying",
+    Phase.REBOOT: "verifying",
+    Phase.SNAPSHOT_AFTER_REBOOT: "verifying",
+    Phase.VERIFY_AFTER_REBOOT: "verifying",
+    Phase.RESIDUE: "verifying",
+    Phase.TEARDOWN: "done",
+}
+"""Which of `PHASES` each runner phase shows as (every `Phase` is listed)."""

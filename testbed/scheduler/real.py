@@ -35,10 +35,13 @@ from testbed.images.store import ImageStore
 from testbed.model.images import ImageDef
 from testbed.model.job import JobSpec
 from testbed.model.task import Task, load_task
-from testbed.runner.run import Runner, RunRequest
+from testbed.model.vocab import Phase
+from testbed.runner.events import PhaseEvent, RunEvent
+from testbed.runner.request import RunRequest
+from testbed.runner.run import Runner
 from testbed.runtime import Runtime
 from testbed.scheduler.bootgate import BootGate
-from testbed.scheduler.executor import ClaimedRun, ExecOutcome, ProgressFn, phase_of
+from testbed.scheduler.executor import VIEW_OF_PHASE, ClaimedRun, ExecOutcome, ProgressFn
 from testbed.scheduler.images import ImageDistributor, LibvirtVolumePool, LocalImages, RemoteImages, VolumePool
 from testbed.scheduler.resources import Demand, HostSlot
 from testbed.scheduler.store import PendingRun
@@ -150,15 +153,14 @@ class RunnerExecutor:
             return ExecOutcome("error", f"images: {exc}")
         gate = boot_gate.for_run(run.demand.nodes)
 
-        def on_phase(phase: str, detail: str) -> None:
-            mapped = phase_of(phase)
-            if (phase == "provisioning" and detail in ("ok", "error", "cancelled")) or mapped not in (
-                None,
-                "provisioning",
-            ):
+        def on_event(event: RunEvent) -> None:
+            if not isinstance(event, PhaseEvent):
+                return
+            # boots are over once provisioning has ended (or anything after it started)
+            if event.phase != Phase.PROVISIONING or not event.started:
                 gate.finish()
-            if mapped is not None:
-                progress(mapped)
+            if event.started:
+                progress(VIEW_OF_PHASE[event.phase])
 
         request = RunRequest(
             task,
@@ -171,7 +173,7 @@ class RunnerExecutor:
             boot_gate=gate,
         )
         try:
-            result = await Runner(request, rt, self.db, on_phase).execute()
+            result = await Runner(request, rt, self.db, [on_event]).execute()
         finally:
             gate.finish()
         return ExecOutcome(result.outcome, result.error)

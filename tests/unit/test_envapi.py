@@ -1,6 +1,6 @@
 """The environment API without VMs: the real Runner and AgentSession on a FAKE lab.
 
-`testbed.runner.run.Lab` and `snapshot_all` are replaced by fakes whose nodes answer a tiny
+`testbed.runner.steps.Lab` and `snapshot_all` are replaced by fakes whose nodes answer a tiny
 command language ("fix-service" repairs, "check-service" is the task's check), so the HTTP
 layer, auth, caps, idle timeout, done handling, reward shaping and bounded actions are
 exercised end to end, with every episode recorded as a run in SQLite.
@@ -131,8 +131,8 @@ async def fake_snapshot_all(nodes: list[Any], commands: Any, point: str) -> dict
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr("testbed.runner.run.Lab", FakeLab)
-    monkeypatch.setattr("testbed.runner.run.snapshot_all", fake_snapshot_all)
+    monkeypatch.setattr("testbed.runner.steps.Lab", FakeLab)
+    monkeypatch.setattr("testbed.runner.steps.snapshot_all", fake_snapshot_all)
     LABS.clear()
     root = tmp_path / "root"
     (root / "topologies").mkdir(parents=True)

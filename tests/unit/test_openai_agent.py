@@ -23,7 +23,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from sqlalchemy import select
 
-from testbed.agents.base import Action, AgentContext
+from testbed.agents.base import Action, AgentBinding, AgentContext
 from testbed.agents.openai_agent import OpenAIAgent, OpenAISettings, parse_bash_blocks
 from testbed.agents.scripted import make_agent
 from testbed.analysis import SafetyPolicy
@@ -148,10 +148,11 @@ def drive(agent: OpenAIAgent, tmp_path: Path) -> tuple[str, Any, dict[str, Any]]
     """Drive `agent` through a real AgentSession on fake nodes, recording into SQLite."""
     db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
     recorder = RunRecorder.create(db, task_id="t", agent=agent.name)
-    agent.bind_recorder(recorder)
+    commands = CommandRecorder(recorder)
+    agent.bind(AgentBinding(recorder, commands))
     state: dict[str, Any] = {}
     nodes = {n: FakeNode(n, state) for n in CONTEXT.nodes}
-    session = AgentSession(nodes, CommandRecorder(recorder), CONTEXT, SafetyPolicy.from_table({}))  # type: ignore[arg-type]
+    session = AgentSession(nodes, commands, CONTEXT, SafetyPolicy.from_table({}))  # type: ignore[arg-type]
     asyncio.run(session.drive(agent))
     return recorder.run_id, db, state
 

@@ -162,9 +162,10 @@ def test_replace_metadata() -> None:
         _replace_metadata("<domain/>", "<x/>")
 
 
-def test_prepared_rows_copy_into_another_run(tmp_path: Path) -> None:
-    """What a slot stores of the run that built it (snapshots, commands, OS release) is
-    recorded as-is into an episode restored from it."""
+def test_journal_rows_copy_into_another_run(tmp_path: Path) -> None:
+    """What a slot stores of the run that built it (snapshots, commands, OS release) comes
+    from the run's journal (as stored, never read back) and is recorded as-is into a run
+    restored from it."""
     from datetime import UTC, datetime
 
     from sqlalchemy import select
@@ -173,45 +174,52 @@ def test_prepared_rows_copy_into_another_run(tmp_path: Path) -> None:
     from testbed.db.models import Command, Snapshot
     from testbed.db.recorder import RunRecorder
     from testbed.db.records import CommandRecord
-    from testbed.runner.fastreset import _prepared_rows, _to_record
+    from testbed.model.vocab import SnapshotPoint
+    from testbed.runner.fastreset import PREPARED_POINTS, command_data, command_record
+    from testbed.runner.journal import RunJournal
 
     db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
     built = RunRecorder.create(db, task_id=TASK, agent="env-api")
-    built.add_node("node", image="debian-12", domain_name="tb-x-node", mgmt_ip="10.99.0.2")
-    built.update_node("node", os_release="Debian GNU/Linux 12 (bookworm)")
+    journal = RunJournal()
     at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    built.record_command(
-        CommandRecord(node="node", phase="probe", source="harness", command="probe", started_at=at, duration_ms=5)
-    )
-    built.record_command(
-        CommandRecord(
-            node="node",
-            phase="setup",
-            source="harness",
-            command="break",
-            started_at=at,
-            duration_ms=7,
-            exit_code=0,
-            stdout="ok\n",
-            impact=[],
+    journal.add_command(
+        built.store_command(
+            CommandRecord(node="node", phase="probe", source="harness", command="probe", started_at=at, duration_ms=5)
         )
     )
-    built.record_snapshot("node", "before_setup", {"os": {"pretty_name": "Debian"}})
-    built.record_snapshot("node", "after_setup", {"units": ["legacy-http"]})
-    snapshots, commands, releases = _prepared_rows(db, built.run_id)
+    journal.add_command(
+        built.store_command(
+            CommandRecord(
+                node="node",
+                phase="setup",
+                source="harness",
+                command="break\x00",
+                started_at=at,
+                duration_ms=7,
+                exit_code=0,
+                stdout="ok\n",
+                impact=[],
+            )
+        )
+    )
+    journal.add_snapshot("node", SnapshotPoint.BEFORE_SETUP, {"os": {"pretty_name": "Debian"}})
+    journal.add_snapshot("node", SnapshotPoint.AFTER_SETUP, {"units": ["legacy-http"]})
+    journal.add_snapshot("node", SnapshotPoint.AFTER_AGENT, {"units": []})
+    snapshots = journal.snapshots_at(*PREPARED_POINTS)
+    commands = [command_data(c) for c in journal.commands]
     assert set(snapshots) == {"before_setup", "after_setup"}
-    assert [c["command"] for c in commands] == ["probe", "break"]
-    assert releases == {"node": "Debian GNU/Linux 12 (bookworm)"}
-    json.dumps([snapshots, commands, releases])  # stored in meta.json
+    assert [c["command"] for c in commands] == ["probe", "break\ufffd"]  # as stored (cleaned)
+    assert [c.seq for c in journal.commands] == [1, 2]
+    json.dumps([snapshots, commands])  # stored in meta.json
 
     episode = RunRecorder.create(db, task_id=TASK, agent="env-api")
     for data in json.loads(json.dumps(commands)):
-        episode.record_command(_to_record(data))
+        episode.record_command(command_record(data))
     with db() as s:
         rows = s.scalars(select(Command).where(Command.run_id == episode.run_id).order_by(Command.seq)).all()
         assert [(r.seq, r.phase, r.command, r.exit_code, r.stdout) for r in rows] == [
             (1, "probe", "probe", None, ""),
-            (2, "setup", "break", 0, "ok\n"),
+            (2, "setup", "break\ufffd", 0, "ok\n"),
         ]
         assert rows[1].started_at.replace(tzinfo=UTC) == at
         assert s.scalars(select(Snapshot).where(Snapshot.run_id == episode.run_id)).all() == []

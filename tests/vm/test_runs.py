@@ -18,7 +18,8 @@ from testbed.db.engine import open_database
 from testbed.db.models import Check, Command, Finding, Node, Phase, Run, Snapshot
 from testbed.hypervisor.xml import LabMetadata
 from testbed.model.task import discover_tasks, load_task
-from testbed.runner.run import Runner, RunRequest
+from testbed.runner.request import RunRequest
+from testbed.runner.run import Runner
 from testbed.runtime import image_catalog, runtime
 
 from .conftest import ROOT, assert_clean, run_cli

@@ -2,7 +2,7 @@
 
 Fast reset (`fast_reset=True`, the default of `testbed serve`): an episode starts from the
 task's saved post-setup state (`testbed.hypervisor.savedstate`, run by
-`testbed.runner.fastreset.FastResetRunner`). The first episode of a (task, image variant,
+the saved-state lifecycles of `testbed.runner.fastreset`). The first episode of a (task, image variant,
 key) builds the slot (a cold start that is saved after setup, then continues restored); the
 next ones restore it. One slot serves one episode at a time (its lab's names, addresses and
 MACs are fixed): an episode that finds the task's slot busy does NOT wait — it falls back to
@@ -28,8 +28,9 @@ from testbed.config import Settings
 from testbed.hypervisor.savedstate import SlotStore, state_key
 from testbed.images.store import ImageStore
 from testbed.model.task import Task, load_task
-from testbed.runner.fastreset import FastResetRunner
-from testbed.runner.run import Runner, RunRequest, RunResult
+from testbed.runner.fastreset import SavedStateUse
+from testbed.runner.request import RunRequest, RunResult
+from testbed.runner.run import Runner
 from testbed.runtime import Runtime, runtime
 from testbed.server.envapi.episodes import EpisodeManager, ExternalAgent, NotFoundError
 
@@ -78,15 +79,14 @@ class RunnerBackend:
         with self.states.lock(task.id, wait=False) as held:
             if not held:
                 log.info("saved state of %s is in use: cold start", task.id)
-                runner = Runner(request, self.rt, self.db)
-                runner.extra_config = {"fast_reset": {"mode": "cold", "state_key": key, "reason": "saved state busy"}}
-                return await runner.execute()
+                request.config = {"fast_reset": {"mode": "cold", "state_key": key, "reason": "saved state busy"}}
+                return await Runner(request, self.rt, self.db).execute()
             meta = await asyncio.to_thread(self.states.load, task.id, key)
-            fast = FastResetRunner(request, self.rt, self.db, store=self.states, key=key, meta=meta)
+            use = SavedStateUse(self.states, key, meta)
             try:
-                return await fast.execute()
+                return await Runner(request, self.rt, self.db, saved=use).execute()
             finally:
-                if fast.slot_broken:
+                if use.slot_broken:
                     log.warning("saved state %s/%s could not be restored: removing it", task.id, key)
                     await asyncio.to_thread(self.states.invalidate, task.id, None)
 

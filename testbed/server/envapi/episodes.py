@@ -45,12 +45,9 @@ from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.agents.base import Action, Agent, AgentContext, Observation
-from testbed.db.models import Run
-from testbed.db.recorder import RunRecorder
+from testbed.agents.base import Action, Agent, AgentBinding, AgentContext, Observation
 from testbed.model.task import TASK_ID_RE, Task
-from testbed.runner.recording import CommandRecorder
-from testbed.runner.run import RunResult
+from testbed.runner.request import RunResult
 from testbed.server.envapi.actions import ActionSpace, RewardConfig, is_diagnostic, reward_config
 
 log = logging.getLogger(__name__)
@@ -99,15 +96,15 @@ class ExternalAgent(Agent):
     def __init__(self, name: str = "external") -> None:
         self.name = name
         self.context: AgentContext | None = None
-        self.recorder: RunRecorder | None = None
+        self.binding: AgentBinding | None = None
         self.started = asyncio.Event()
         self.closed = asyncio.Event()
         self._ready = asyncio.Event()
         self._actions: asyncio.Queue[Action | None] = asyncio.Queue()
         self._result: asyncio.Future[Observation | None] | None = None
 
-    def bind_recorder(self, recorder: RunRecorder) -> None:
-        self.recorder = recorder
+    def bind(self, binding: AgentBinding) -> None:
+        self.binding = binding
 
     async def start(self, context: AgentContext) -> None:
         self.context = context
@@ -202,7 +199,7 @@ class Episode:
 
     @property
     def run_id(self) -> str | None:
-        return self.agent.recorder.run_id if self.agent.recorder is not None else None
+        return self.agent.binding.run_id if self.agent.binding is not None else None
 
     @property
     def nodes(self) -> list[str]:
@@ -444,8 +441,8 @@ class EpisodeManager:
         """Record an invalid action (score 0; the episode goes on)."""
         episode.invalid += 1
         text = payload if isinstance(payload, str) else json.dumps(payload, default=str)
-        if episode.agent.recorder is not None:
-            commands = CommandRecorder(episode.agent.recorder)
+        if episode.agent.binding is not None:
+            commands = episode.agent.binding.commands
             given = payload.get("node") if isinstance(payload, dict) else None
             node = given if isinstance(given, str) and given else "-"
             await commands.record_not_run(
@@ -526,29 +523,21 @@ class EpisodeManager:
 
     async def _store_episode(self, episode: Episode, extra: dict[str, Any]) -> None:
         """Merge the episode's data into the run's `config.episode`."""
-        recorder, run_id = episode.agent.recorder, episode.run_id
-        if recorder is None or run_id is None:
+        binding = episode.agent.binding
+        if binding is None:
             return
-        db = self.backend.database()
+        data = {
+            "id": episode.id,
+            "steps": episode.steps,
+            "invalid_actions": episode.invalid,
+            "rewards": [round(r, 6) for r in episode.rewards],
+            "return": round(sum(episode.rewards), 6),
+            "done_reason": episode.done_reason,
+            **extra,
+        }
 
         def work() -> None:
-            with db() as session:
-                run = session.get(Run, run_id)
-                config = dict(run.config or {}) if run is not None else {}
-            data = dict(config.get("episode") or {})
-            data.update(
-                {
-                    "id": episode.id,
-                    "steps": episode.steps,
-                    "invalid_actions": episode.invalid,
-                    "rewards": [round(r, 6) for r in episode.rewards],
-                    "return": round(sum(episode.rewards), 6),
-                    "done_reason": episode.done_reason,
-                    **extra,
-                }
-            )
-            config["episode"] = data
-            recorder.update_run(config=config)
+            binding.recorder.merge_config("episode", data)
 
         try:
             await asyncio.to_thread(work)

@@ -1,0 +1,66 @@
+"""What a run is asked to do (`RunRequest`) and what it reports back (`RunResult`).
+
+Contract: `RunRequest.validated()` builds the agent and the safety policy, so bad input
+fails as `InputError` before any run row or libvirt object exists. `RunResult.outcome`
+starts as `error` and is set by the lifecycle; `error` explains any outcome other than
+`passed` when there is something to say (a harness fault, a lockout's reason).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from testbed.agents.base import Agent, AgentContext
+from testbed.agents.scripted import check_agent_nodes, make_agent
+from testbed.analysis import SafetyPolicy
+from testbed.model.task import Task
+from testbed.runner.session import SessionStats
+from testbed.runner.verify import CheckResult
+
+
+@dataclass
+class RunRequest:
+    task: Task
+    image: str
+    agent: str
+    attempt: int = 1
+    job_id: str | None = None
+    redact: bool = True
+    agent_instance: Agent | None = None  # overrides `agent` (LLM agents, tests)
+    policy: SafetyPolicy | None = None
+    run_id: str | None = None  # an existing pending run row (created by the scheduler) to execute
+    boot_gate: asyncio.Semaphore | None = None  # passed to the Lab: caps/staggers guest boots (scheduler)
+    config: dict[str, Any] = field(default_factory=dict)  # merged into the run row's `config`
+
+    def validated(self) -> RunRequest:
+        """Build the agent and the safety policy now, so bad input fails (as `InputError`)
+        before any run row or libvirt object exists. Idempotent."""
+        if self.agent_instance is None:
+            self.agent_instance = make_agent(self.agent, self.task)
+        check_agent_nodes(self.agent_instance, agent_context(self.task))
+        if self.policy is None:
+            self.policy = SafetyPolicy.from_table(self.task.definition.safety, self.task.directory / "task.toml")
+        return self
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    outcome: str
+    error: str | None = None
+    checks: list[CheckResult] = field(default_factory=list)
+    stats: SessionStats | None = None
+
+
+def agent_context(task: Task) -> AgentContext:
+    limits = task.definition.limits
+    return AgentContext(
+        task_id=task.id,
+        instruction=task.instruction,
+        nodes=[n.name for n in task.topology.nodes],
+        max_commands=limits.max_commands,
+        agent_time_s=limits.agent_time_s,
+        command_time_s=limits.command_time_s,
+    )

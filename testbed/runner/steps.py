@@ -1,0 +1,208 @@
+"""The steps of a run's lifecycle, one small class each (vagrant-libvirt's middleware).
+
+Contract: a step has one job and one method, `run(ctx)`. It opens its own phase(s) through
+`ctx.phase`, works on the lab and the journal in `ctx`, and raises `HarnessError` for a
+harness fault; it never decides the run's outcome except where that is its job
+(`Conclude`). Lists of steps make the lifecycles (`testbed.runner.lifecycle`); teardown is
+not a step of the list, it is the lifecycle's `finally`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from testbed.analysis.residue import find_residue, record_residue
+from testbed.errors import HarnessError
+from testbed.hypervisor.lab import Lab
+from testbed.model.task import Step as SetupStep
+from testbed.model.vocab import Phase, PhaseStatus, Residue, RunState, SnapshotPoint
+from testbed.runner.context import RunContext, RunLab
+from testbed.runner.events import ProvisionProgress
+from testbed.runner.reboot import reboot_node
+from testbed.runner.session import AgentSession
+from testbed.runner.snapshots import snapshot_all
+from testbed.runner.verify import outcome_of, verify
+
+
+class Step(Protocol):
+    async def run(self, ctx: RunContext) -> None: ...
+
+
+LabFactory = Callable[[RunContext], RunLab]
+"""Makes the run's lab (not yet up) for a context."""
+
+
+def cold_lab(ctx: RunContext) -> RunLab:
+    """A fresh `Lab` of the task's topology on the context's host."""
+    rt, request = ctx.runtime, ctx.request
+    return Lab(
+        request.task.topology,
+        rt.catalog,
+        settings=rt.settings,
+        hypervisor=rt.hypervisor,
+        accel=rt.accel.accel,
+        run_id=ctx.run_id,
+        job_id=request.job_id,
+        progress=lambda who, what: ctx.emit(ProvisionProgress(ctx.run_id, who, what)),
+        boot_gate=request.boot_gate,
+        lab_host=rt.lab_host,
+    )
+
+
+@dataclass(frozen=True)
+class Provision:
+    """Bring the lab up; every node that got a domain is recorded, even on failure."""
+
+    make_lab: LabFactory = cold_lab
+
+    async def run(self, ctx: RunContext) -> None:
+        async with ctx.phase(Phase.PROVISIONING, RunState.PROVISIONING):
+            lab = ctx.lab = self.make_lab(ctx)
+            try:
+                await lab.up()
+            finally:
+                for node in lab.nodes.values():
+                    await ctx.call(
+                        ctx.recorder.add_node,
+                        node.name,
+                        image=node.image.name,
+                        domain_name=node.domain,
+                        mgmt_ip=node.mgmt_ip,
+                    )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Snapshot every node at `point` (the first one also records each node's OS)."""
+
+    point: SnapshotPoint
+    state: RunState | None = None
+
+    async def run(self, ctx: RunContext) -> None:
+        async with ctx.phase(Phase.snapshot(self.point), self.state):
+            data = await snapshot_all(list(ctx.nodes.values()), ctx.commands, self.point)
+            if self.point != SnapshotPoint.BEFORE_SETUP:
+                return
+            for node, snap in data.items():
+                os_info = snap.get("os") or {}
+                release = os_info.get("pretty_name") if isinstance(os_info, dict) else None
+                if release:
+                    ctx.journal.os_release[node] = str(release)
+                    await ctx.call(ctx.recorder.update_node, node, os_release=str(release))
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The task's setup steps: stages in order, the steps of one stage in parallel. A
+    failing step is a harness error (the starting condition could not be made)."""
+
+    async def run(self, ctx: RunContext) -> None:
+        async with ctx.phase(Phase.SETUP):
+            steps = sorted(ctx.request.task.definition.setup, key=lambda s: s.stage)
+            for stage, group in itertools.groupby(steps, key=lambda s: s.stage):
+                members = list(group)
+                ctx.emit(ProvisionProgress(ctx.run_id, "setup", f"stage {stage}: {len(members)} step(s)"))
+                await asyncio.gather(*(self._one(ctx, s) for s in members))
+
+    @staticmethod
+    async def _one(ctx: RunContext, step: SetupStep) -> None:
+        text = ctx.request.task.step_command(step)
+        node = ctx.nodes[step.node]
+        recorded = await ctx.commands.run(node, text, phase="setup", source="harness", timeout=step.timeout_s)
+        if not recorded.result.ok:
+            label = step.id or step.script or step.command
+            why = "timed out" if recorded.result.timed_out else f"exited {recorded.result.exit_code}"
+            tail = recorded.result.stderr.strip()[-500:]
+            raise HarnessError(f"setup step '{label}' on {step.node} {why}: {tail}")
+
+
+@dataclass(frozen=True)
+class AgentPhase:
+    """The agent works, through `AgentSession` (limits, safety policy, recording)."""
+
+    async def run(self, ctx: RunContext) -> None:
+        async with ctx.phase(Phase.AGENT, RunState.AGENT) as phase:
+            session = AgentSession(ctx.nodes, ctx.commands, ctx.agent_context, ctx.policy)
+            stats = ctx.result.stats = await session.drive(ctx.agent)
+            phase.close_as(PhaseStatus.OK, f"{stats.commands} commands; ended by {stats.ended_by}")
+
+
+@dataclass(frozen=True)
+class Verify:
+    """Every check of the task against the machines as the agent left them."""
+
+    async def run(self, ctx: RunContext) -> None:
+        async with ctx.phase(Phase.VERIFY):
+            checks = ctx.request.task.definition.checks
+            ctx.result.checks = await verify(checks, ctx.nodes, ctx.commands, SnapshotPoint.AFTER_AGENT)
+
+
+@dataclass(frozen=True)
+class PersistenceCheck:
+    """For tasks with `persist` checks: reboot every node, snapshot, verify those again.
+    Skipped (and recorded so) once a check has failed: the outcome is `failed` whatever
+    the reboot would show."""
+
+    async def run(self, ctx: RunContext) -> None:
+        persist = [c for c in ctx.request.task.definition.checks if c.persist]
+        if not persist:
+            return
+        if any(r.status == "failed" for r in ctx.result.checks):
+            async with ctx.phase(Phase.REBOOT) as phase:
+                phase.close_as(PhaseStatus.SKIPPED, "a check already failed after the agent")
+            return
+        nodes = list(ctx.nodes.values())
+        async with ctx.phase(Phase.REBOOT, RunState.REBOOT):
+            await asyncio.gather(*(reboot_node(n, ctx.commands) for n in nodes))
+        await Snapshot(SnapshotPoint.AFTER_REBOOT).run(ctx)
+        async with ctx.phase(Phase.VERIFY_AFTER_REBOOT):
+            ctx.result.checks += await verify(persist, ctx.nodes, ctx.commands, SnapshotPoint.AFTER_REBOOT)
+
+
+@dataclass(frozen=True)
+class Conclude:
+    """The outcome from the checks: `passed`, `failed`, or `error` when some check could
+    not be decided and none failed."""
+
+    async def run(self, ctx: RunContext) -> None:
+        ctx.result.outcome, ctx.result.error = outcome_of(ctx.result.checks)
+
+
+@dataclass(frozen=True)
+class ResidueStep:
+    """Residue findings from the journal's snapshots and commands. An analysis failure is
+    recorded on the phase and leaves the verdict `undetermined`; it never changes the
+    run's outcome."""
+
+    async def run(self, ctx: RunContext) -> None:
+        expected = ctx.request.task.definition.expected
+        snapshots, commands = ctx.journal.snapshots, ctx.journal.command_views()
+
+        def analyse() -> str:
+            found = find_residue(snapshots, commands, expected)
+            record_residue(ctx.recorder, found)
+            return f"{found.verdict}: {len(found.findings)} finding(s)"
+
+        async with ctx.phase(Phase.RESIDUE) as phase:
+            try:
+                summary = await asyncio.to_thread(analyse)
+            except Exception as exc:  # noqa: BLE001 - analysis must not turn into a harness error
+                await ctx.call(ctx.recorder.set_residue, Residue.UNDETERMINED)
+                phase.close_as(PhaseStatus.ERROR, f"{type(exc).__name__}: {exc}")
+                return
+            phase.close_as(PhaseStatus.OK, summary)
+
+
+async def teardown(ctx: RunContext) -> None:
+    """Tear the lab down (when one was made); a failure is recorded on the phase."""
+    if ctx.lab is None:
+        return
+    async with ctx.phase(Phase.TEARDOWN, RunState.TEARDOWN) as phase:
+        try:
+            await ctx.lab.down()
+        except HarnessError as exc:
+            phase.close_as(PhaseStatus.ERROR, str(exc))
