@@ -34,3 +34,10 @@ class HarnessError(TestbedError):
 
 class GuestLost(HarnessError):
     """A guest stopped answering or its domain vanished."""
+
+
+class AgentFailure(TestbedError):
+    """The agent, or the model behind it, failed in a way that is its own: a context-length
+    overflow, a refusal, malformed tool calls repeated past a limit. The agent phase ends,
+    the machines are still verified, and the run's outcome is `failed` with this reason —
+    never `error` (which is only for faults outside the guest or in testbed itself)."""

@@ -8,6 +8,9 @@ Contracts:
 - Every agent command gets a row (run, refused or failed in transport) and its high-impact
   classes become `impact` findings.
 - A transport failure (SSH lost, guest gone) propagates as a harness error.
+- An `AgentFailure` from the agent (its model overflowed its context, refused, kept sending
+  malformed tool calls) ends the session with `ended_by = "agent_failure"` and the reason
+  in `failure`; the run goes on to verification and ends `failed` with that reason.
 The same session serves scripted agents (driven by `drive`) and the HTTP environment
 (which calls `step` directly).
 """
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 
 from testbed.agents.base import Action, Agent, AgentContext, Observation
 from testbed.analysis import SafetyPolicy, analyze
+from testbed.errors import AgentFailure
 from testbed.hypervisor.lab import LabNode
 from testbed.runner.recording import CommandRecorder
 
@@ -29,7 +33,8 @@ class SessionStats:
     commands: int = 0
     blocked: int = 0
     timed_out: int = 0
-    ended_by: str = "agent"  # agent | time_limit | command_limit
+    ended_by: str = "agent"  # agent | time_limit | command_limit | agent_failure
+    failure: str | None = None  # the agent's own failure (`AgentFailure`), when it ended so
 
 
 class AgentSession:
@@ -158,6 +163,9 @@ class AgentSession:
                     action = await asyncio.wait_for(agent.next_action(last), max(self.remaining_s, 0.001))
                 except TimeoutError:
                     self.stats.ended_by = "time_limit"
+                    break
+                except AgentFailure as exc:
+                    self.stats.ended_by, self.stats.failure = "agent_failure", str(exc)
                     break
                 if action is None:
                     break

@@ -19,7 +19,7 @@ from testbed.analysis.residue import find_residue, record_residue
 from testbed.errors import HarnessError
 from testbed.hypervisor.lab import Lab
 from testbed.model.task import Step as SetupStep
-from testbed.model.vocab import Phase, PhaseStatus, Residue, RunState, SnapshotPoint
+from testbed.model.vocab import Outcome, Phase, PhaseStatus, Residue, RunState, SnapshotPoint
 from testbed.runner.context import RunContext, RunLab
 from testbed.runner.events import ProvisionProgress
 from testbed.runner.reboot import reboot_node
@@ -166,10 +166,14 @@ class PersistenceCheck:
 @dataclass(frozen=True)
 class Conclude:
     """The outcome from the checks: `passed`, `failed`, or `error` when some check could
-    not be decided and none failed."""
+    not be decided and none failed; `failed` with the reason whatever the checks say when
+    the agent failed by itself (`AgentFailure`)."""
 
     async def run(self, ctx: RunContext) -> None:
         ctx.result.outcome, ctx.result.error = outcome_of(ctx.result.checks)
+        stats = ctx.result.stats
+        if stats is not None and stats.failure is not None:
+            ctx.result.outcome, ctx.result.error = Outcome.FAILED, f"agent failed: {stats.failure}"
 
 
 @dataclass(frozen=True)
