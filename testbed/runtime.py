@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from testbed.config import Settings, project_root
 from testbed.hypervisor.accel import AccelChoice, choose_accel
@@ -18,15 +18,14 @@ from testbed.model.images import ImageDef, load_catalog
 
 @dataclass
 class Runtime:
+    """What every lab on one host is built with: settings, the image catalog, the chosen
+    accelerator, the host's libvirt connection and its `LabHost` (files, SSH link)."""
+
     settings: Settings
     catalog: dict[str, ImageDef]
     accel: AccelChoice
     hypervisor: Hypervisor
-    lab_host: LabHost | None = field(default=None)
-
-    def __post_init__(self) -> None:
-        if self.lab_host is None:
-            self.lab_host = lab_host_for(self.hypervisor)
+    lab_host: LabHost
 
 
 def image_catalog() -> dict[str, ImageDef]:
@@ -40,9 +39,8 @@ async def runtime(settings: Settings | None = None) -> AsyncIterator[Runtime]:
     settings = settings or Settings.from_env()
     accel = await choose_accel(settings.home / "accel.json")
     async with Hypervisor(settings.libvirt_uri) as hv:
-        rt = Runtime(settings, image_catalog(), accel, hv)
+        rt = Runtime(settings, image_catalog(), accel, hv, lab_host_for(hv))
         try:
             yield rt
         finally:
-            if rt.lab_host is not None:
-                await rt.lab_host.close()
+            await rt.lab_host.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import asyncssh
@@ -21,11 +20,12 @@ from testbed.errors import HarnessError, InputError
 from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.hostlink import HostLink, SshTarget
-from testbed.hypervisor.lab import Lab, teardown_objects
-from testbed.hypervisor.labhost import lab_host_for
+from testbed.hypervisor.lab import Lab
+from testbed.hypervisor.labhost import files_of_lab, lab_host_for
 from testbed.hypervisor.labstate import LabState, all_lab_states, find_lab
 from testbed.hypervisor.leases import LeaseStore
 from testbed.hypervisor.reaper import reap
+from testbed.hypervisor.removal import LabRemains, remove_lab
 from testbed.model.topology import Topology, load_topology, resolve_topology_path
 from testbed.runtime import image_catalog, runtime
 
@@ -182,14 +182,10 @@ def lab_down(name: Annotated[str, typer.Argument(help="lab name or id")]) -> Non
 
 
 async def _lab_down(settings: Settings, state: LabState) -> list[str]:
-    import shutil
-
+    remains = LabRemains(state.lab_id, state.directory, tuple(state.domains), tuple(state.networks))
+    leases = LeaseStore(settings.leases_dir, settings.subnet_pool)
     async with Hypervisor(state.uri) as hv:
-        errors = await teardown_objects(hv, state.domains, state.networks)
-        errors += await lab_host_for(hv, cache=state.host_cache).files.remove(state.lab_id)
-    shutil.rmtree(Path(state.directory), ignore_errors=True)
-    await asyncio.to_thread(LeaseStore(settings.leases_dir, settings.subnet_pool).release, state.lab_id)
-    return errors
+        return await remove_lab(hv, lab_host_for(hv, cache=state.host_cache).files, remains, leases)
 
 
 def reap_command(
@@ -200,7 +196,13 @@ def reap_command(
 
     async def _go() -> None:
         async with Hypervisor(settings.libvirt_uri) as hv:
-            report = await reap(hv, settings, dry_run=dry_run, lab_host=lab_host_for(hv))
+            host = lab_host_for(hv)
+            report = await reap(
+                hv,
+                settings,
+                dry_run=dry_run,
+                files_for=lambda state: files_of_lab(hv, host, state.host_cache if state else None),
+            )
         verb = "would remove" if dry_run else "removed"
         out = Console()
         if report.empty:

@@ -4,12 +4,22 @@ libvirt-python calls block, so every call goes through `asyncio.to_thread`; libv
 connections are thread-safe. Domains started with `autodestroy=True` are killed by libvirt
 when this connection closes (for example when the process dies), as cockpit's test machines
 do; labs meant to outlive the process (`testbed lab up`) start without it.
+
+A lost connection (libvirtd restarted, the SSH link of a `qemu+ssh://` URI dropped) is not
+"the object is gone": the call that meets it reopens the connection (retrying for up to
+`RECONNECT_S`) and, for lookups, asks again; only libvirt's own "no such domain/network"
+answer means gone. Guests keep running across a libvirtd restart, so a run goes on (the
+domains lose their autodestroy binding to the old connection; teardown and the reaper
+still remove them). When the daemon does not come back, the call raises `HarnessError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -20,6 +30,16 @@ from testbed.errors import HarnessError
 from testbed.hypervisor.xml import LabMetadata
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+RECONNECT_S = 30.0
+_GONE = frozenset({libvirt.VIR_ERR_NO_DOMAIN, libvirt.VIR_ERR_NO_NETWORK})
+
+
+def means_gone(exc: libvirt.libvirtError) -> bool:
+    """True when libvirt itself says the object does not exist."""
+    return exc.get_error_code() in _GONE
 
 _silenced = False
 
@@ -48,6 +68,8 @@ class Hypervisor:
     def __init__(self, uri: str) -> None:
         self.uri = uri
         self._conn: libvirt.virConnect | None = None
+        self._reconnect_lock = threading.Lock()
+        self.reconnects = 0
 
     @property
     def conn(self) -> libvirt.virConnect:
@@ -79,11 +101,58 @@ class Hypervisor:
         await self.close()
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a blocking libvirt call in a thread; libvirt errors become HarnessError."""
+        """Run a blocking libvirt call in a thread; libvirt errors become HarnessError. A
+        call that found the connection dead reopens it (for the next call) before raising."""
         try:
             return await asyncio.to_thread(fn, *args)
         except libvirt.libvirtError as exc:
+            await asyncio.to_thread(self._revive_if_dead)
             raise HarnessError(f"libvirt: {exc}") from exc
+
+    def _alive(self) -> bool:
+        conn = self._conn
+        if conn is None:
+            return False
+        try:
+            return bool(conn.isAlive())
+        except libvirt.libvirtError:
+            return False
+
+    def _revive_if_dead(self) -> bool:
+        """Reopen the connection if it died (blocking; retries for `RECONNECT_S`). True
+        when it was reopened. Raises `HarnessError` when libvirtd does not come back."""
+        with self._reconnect_lock:
+            if self._conn is None or self._alive():
+                return False
+            deadline = time.monotonic() + RECONNECT_S
+            while True:
+                try:
+                    self._conn = libvirt.open(self.uri)
+                except libvirt.libvirtError as exc:
+                    if time.monotonic() > deadline:
+                        raise HarnessError(
+                            f"lost the libvirt connection to {self.uri} and could not reopen it "
+                            f"within {RECONNECT_S:.0f} s: {exc}. Is libvirtd running?"
+                        ) from exc
+                    time.sleep(1)
+                    continue
+                self.reconnects += 1
+                log.warning("libvirt connection to %s was lost; reopened", self.uri)
+                return True
+
+    def _lookup(self, lookup: Callable[[libvirt.virConnect], T], what: str) -> T | None:
+        """`lookup(conn)`, or None when libvirt says the object does not exist; a lost
+        connection is reopened and the lookup asked again; any other failure raises."""
+        for attempt in (1, 2):
+            try:
+                return lookup(self.conn)
+            except libvirt.libvirtError as exc:
+                if means_gone(exc):
+                    return None
+                if attempt == 1 and self._revive_if_dead():
+                    continue
+                raise HarnessError(f"cannot look up {what}: {exc}") from exc
+        raise AssertionError("unreachable")
 
     async def version(self) -> tuple[str, str]:
         lib = await self.call(self.conn.getLibVersion)
@@ -102,15 +171,14 @@ class Hypervisor:
         return await asyncio.to_thread(self._destroy_domain_sync, name)
 
     def _destroy_domain_sync(self, name: str) -> bool:
-        try:
-            dom = self.conn.lookupByName(name)
-        except libvirt.libvirtError:
+        dom = self._lookup(lambda c: c.lookupByName(name), f"domain {name}")
+        if dom is None:
             return False
         try:
             if dom.isActive():
                 dom.destroy()
         except libvirt.libvirtError as exc:
-            if _exists(lambda: self.conn.lookupByName(name)):
+            if self._lookup(lambda c: c.lookupByName(name), f"domain {name}") is not None:
                 raise HarnessError(f"cannot destroy domain {name}: {exc}") from exc
             return True
         try:
@@ -124,9 +192,8 @@ class Hypervisor:
         return await asyncio.to_thread(self._destroy_network_sync, name)
 
     def _destroy_network_sync(self, name: str) -> bool:
-        try:
-            net = self.conn.networkLookupByName(name)
-        except libvirt.libvirtError:
+        net = self._lookup(lambda c: c.networkLookupByName(name), f"network {name}")
+        if net is None:
             return False
         try:
             if net.isActive():
@@ -134,13 +201,14 @@ class Hypervisor:
             if net.isPersistent():
                 net.undefine()
         except libvirt.libvirtError as exc:
-            if _exists(lambda: self.conn.networkLookupByName(name)):
+            if self._lookup(lambda c: c.networkLookupByName(name), f"network {name}") is not None:
                 raise HarnessError(f"cannot destroy network {name}: {exc}") from exc
         return True
 
     async def owned_objects(self) -> list[OwnedObject]:
         """Every domain and network whose XML carries testbed metadata."""
-        return await asyncio.to_thread(self._owned_objects_sync)
+        await asyncio.to_thread(self._revive_if_dead)
+        return await self.call(self._owned_objects_sync)
 
     def _owned_objects_sync(self) -> list[OwnedObject]:
         found: list[OwnedObject] = []
@@ -189,10 +257,15 @@ class Hypervisor:
         """`running`, `paused`, `shutoff`, `crashed`, `other` or `missing`."""
 
         def _state() -> str:
-            try:
-                state, _ = self.conn.lookupByName(name).state()
-            except libvirt.libvirtError:
+            dom = self._lookup(lambda c: c.lookupByName(name), f"domain {name}")
+            if dom is None:
                 return "missing"
+            try:
+                state, _ = dom.state()
+            except libvirt.libvirtError as exc:
+                if means_gone(exc):
+                    return "missing"
+                raise HarnessError(f"cannot read the state of domain {name}: {exc}") from exc
             return {
                 libvirt.VIR_DOMAIN_RUNNING: "running",
                 libvirt.VIR_DOMAIN_PAUSED: "paused",
@@ -201,14 +274,6 @@ class Hypervisor:
             }.get(state, "other")
 
         return await asyncio.to_thread(_state)
-
-
-def _exists(lookup: Callable[[], object]) -> bool:
-    try:
-        lookup()
-    except libvirt.libvirtError:
-        return False
-    return True
 
 
 def _fmt_version(value: int) -> str:

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import fcntl
 import logging
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,6 +40,7 @@ from testbed.hypervisor.labhost import LabHost, lab_host_for
 from testbed.hypervisor.labstate import LabState, NodeState, all_lab_states
 from testbed.hypervisor.leases import LabLease, LeaseStore
 from testbed.hypervisor.owner import Owner
+from testbed.hypervisor.removal import LabRemains, remove_lab
 from testbed.hypervisor.seed import FWCFG_NAME, InterfaceConfig, SeedSpec, write_seed
 from testbed.hypervisor.xml import (
     DhcpHost,
@@ -99,7 +99,10 @@ class LabNode:
         with contextlib.suppress(asyncio.CancelledError, HarnessError):
             await work
         await self.session.close()
-        raise GuestLost(f"{self.name}: guest {self.domain} stopped while running a command") from watch.exception()
+        fault = watch.exception()
+        if fault is not None and not isinstance(fault, GuestLost):
+            raise fault  # libvirt itself failed (not the guest): the harness's error as it is
+        raise GuestLost(f"{self.name}: guest {self.domain} stopped while running a command") from fault
 
     async def _watch_domain(self, interval: float = 2.0) -> None:
         """Returns (by raising `GuestLost`) only when the domain is no longer running."""
@@ -536,38 +539,24 @@ class Lab:
 
     # -- teardown ---------------------------------------------------------------------
     async def _teardown(self) -> None:
-        errors: list[str] = []
         await asyncio.gather(*(n.session.close() for n in self.nodes.values()), return_exceptions=True)
         self.nodes = {}
-        state = self.state
+        state, lease = self.state, self.lease
+        errors: list[str] = []
         if state is not None:
             state.status = "tearing-down"
             with contextlib.suppress(OSError):
                 state.save()
-            errors += await teardown_objects(self.hv, state.domains, state.networks)
-            errors += await self.host.files.remove(state.lab_id)
-            shutil.rmtree(state.directory, ignore_errors=True)
+            remains = LabRemains(state.lab_id, state.directory, tuple(state.domains), tuple(state.networks))
+            errors = await remove_lab(self.hv, self.host.files, remains, self.leases if lease else None)
             self.state = None
-        if self.lease is not None:
-            await asyncio.to_thread(self.leases.release, self.lease.lab_id)
-            self.lease = None
+        elif lease is not None:
+            errors = await remove_lab(self.hv, None, LabRemains(lease.lab_id, None), self.leases)
+        self.lease = None
         if self._own_host:
             await self.host.close()
         if errors:
             raise HarnessError("teardown incomplete: " + "; ".join(errors) + " (run `testbed reap`)")
-
-
-async def teardown_objects(hv: Hypervisor, domains: list[str], networks: list[str]) -> list[str]:
-    """Destroy domains, then networks; returns error messages instead of raising."""
-    errors: list[str] = []
-    results = await asyncio.gather(*(hv.destroy_domain(d) for d in domains), return_exceptions=True)
-    errors += [str(r) for r in results if isinstance(r, BaseException)]
-    for net in networks:
-        try:
-            await hv.destroy_network(net)
-        except HarnessError as exc:
-            errors.append(str(exc))
-    return errors
 
 
 def _set_domain_owner(hv: Hypervisor, domain: str, metadata_xml: str) -> None:

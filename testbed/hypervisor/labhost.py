@@ -187,3 +187,11 @@ def lab_host_for(hv: Hypervisor, *, cache: str | None = None, copies: BaseCopies
     copies = copies or BaseCopies(LibvirtVolumePool(hv.conn, path))
     labs = LibvirtVolumePool(hv.conn, f"{path}/labs", LABS_POOL)
     return LabHost(hv.uri, PoolLabFiles(hv, copies, labs), HostLink(target), path)
+
+
+def files_of_lab(hv: Hypervisor, host: LabHost, recorded_cache: str | None) -> LabFiles:
+    """The files of a lab on `host`, in the image cache its state recorded (a remote host's
+    cache path may differ between jobs); `host`'s own files otherwise."""
+    if not host.remote or not recorded_cache or recorded_cache == host.cache:
+        return host.files
+    return lab_host_for(hv, cache=recorded_cache).files

@@ -1,26 +1,31 @@
 """Find and remove what dead owners left behind, from metadata alone.
 
-Orphans are libvirt domains and networks whose `<tb:lab>` metadata names an owner process
-that no longer exists on this host (and whose lab is not detached), lab directories whose
-state file names such an owner, and leases of such owners. Topology files are never read.
-Objects owned by another host are left alone. On a remote lab host (`lab_host` given), the
-files of each reaped lab of that host (volumes named by its lab id) are deleted too.
+Orphans are libvirt domains and networks whose `<tb:lab>` metadata names an owner that no
+longer exists on this host (and whose lab is not detached), lab directories whose state
+file names such an owner, and leases of such owners. Topology files are never read.
+Objects owned by another host are left alone. Each dead lab is removed through the one
+teardown (`testbed.hypervisor.removal.remove_lab`): its directory and lease go only once
+its domains and networks are known to be gone. On a remote lab host the lab's files there
+(volumes named by its lab id) are deleted too, in the image cache its state file recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from testbed.config import Settings
-from testbed.hypervisor.connection import Hypervisor
-from testbed.hypervisor.labhost import LabHost
-from testbed.hypervisor.labstate import all_lab_states
+from testbed.hypervisor.connection import Hypervisor, OwnedObject
+from testbed.hypervisor.labhost import LabFiles
+from testbed.hypervisor.labstate import LabState, all_lab_states
 from testbed.hypervisor.leases import LeaseStore
-from testbed.hypervisor.xml import LabMetadata
+from testbed.hypervisor.owner import remove_dead_locks
+from testbed.hypervisor.removal import LabRemains, remove_lab
+
+FilesFor = Callable[[LabState | None], LabFiles | None]
+"""The lab files of a dead lab on the reaper's host (None: nothing but the lab directory)."""
 
 
 @dataclass
@@ -36,66 +41,89 @@ class ReapReport:
         return not (self.domains or self.networks or self.lab_dirs or self.leases)
 
 
-def _orphaned(meta: LabMetadata, detached_labs: set[str]) -> bool:
-    return meta.lab_id not in detached_labs and not meta.owner.is_alive()
+@dataclass
+class _DeadLab:
+    lab_id: str
+    state: LabState | None = None
+    directory: str | None = None
+    domains: list[str] = field(default_factory=list)
+    networks: list[str] = field(default_factory=list)
+    leased: bool = False
+
+    def remains(self) -> LabRemains:
+        return LabRemains(self.lab_id, self.directory, tuple(self.domains), tuple(self.networks))
+
+
+def _dead_labs(
+    objects: list[OwnedObject], states: list[LabState], leases: Mapping[str, object], uri: str
+) -> dict[str, _DeadLab]:
+    detached = {s.lab_id for s in states if s.owner.detached}
+    dead: dict[str, _DeadLab] = {}
+    for obj in objects:
+        meta = obj.metadata
+        if meta.lab_id in detached or meta.owner.is_alive():
+            continue
+        lab = dead.setdefault(meta.lab_id, _DeadLab(meta.lab_id, directory=meta.lab_dir or None))
+        (lab.domains if obj.kind == "domain" else lab.networks).append(obj.name)
+    for state in states:
+        if state.owner.detached or state.owner.is_alive() or state.uri != uri:
+            continue
+        lab = dead.setdefault(state.lab_id, _DeadLab(state.lab_id))
+        lab.state, lab.directory = state, state.directory
+    for lab_id, lease in leases.items():
+        owner = getattr(lease, "owner", None)
+        if lab_id in detached or owner is None or owner.is_alive():
+            continue
+        dead.setdefault(lab_id, _DeadLab(lab_id)).leased = True
+    return dead
 
 
 async def reap(
-    hv: Hypervisor, settings: Settings, *, dry_run: bool = False, lab_host: LabHost | None = None
+    hv: Hypervisor, settings: Settings, *, dry_run: bool = False, files_for: FilesFor | None = None
 ) -> ReapReport:
     """Remove (or with `dry_run`, only list) everything whose owner is gone."""
     report = ReapReport()
-    host_labs: list[str] = []
     states = all_lab_states(settings.labs_dir)
-    detached = {s.lab_id for s in states if s.owner.detached}
-    objects = await hv.owned_objects()
-    for obj in objects:
-        if not _orphaned(obj.metadata, detached):
-            continue
-        target = report.domains if obj.kind == "domain" else report.networks
-        target.append(obj.name)
-    for state in states:
-        if not state.owner.detached and not state.owner.is_alive():
-            report.lab_dirs.append(state.directory)
-            if state.uri == hv.uri:
-                host_labs.append(state.lab_id)
-    leases = LeaseStore(settings.leases_dir, settings.subnet_pool)
-    for lab_id, lease in (await asyncio.to_thread(leases.all)).items():
-        if lab_id not in detached and not lease.owner.is_alive():
-            report.leases.append(lab_id)
-    report.lab_dirs += _stray_lab_dirs(
-        settings.labs_dir, {s.lab_id for s in states}, report.leases, await asyncio.to_thread(leases.all)
-    )
+    lease_store = LeaseStore(settings.leases_dir, settings.subnet_pool)
+    leases = await asyncio.to_thread(lease_store.all)
+    dead = _dead_labs(await hv.owned_objects(), states, leases, hv.uri)
+    for lab in dead.values():
+        if lab.directory is None and (settings.labs_dir / lab.lab_id).is_dir():
+            lab.directory = str(settings.labs_dir / lab.lab_id)  # a crash before the first state write
+        report.domains += lab.domains
+        report.networks += lab.networks
+        if lab.directory and Path(lab.directory).exists():
+            report.lab_dirs.append(lab.directory)
+        if lab.leased:
+            report.leases.append(lab.lab_id)
+    stray = _stray_lab_dirs(settings.labs_dir, {s.lab_id for s in states}, set(dead), leases)
+    report.lab_dirs += stray
     if dry_run:
         return report
-    results = await asyncio.gather(*(hv.destroy_domain(d) for d in report.domains), return_exceptions=True)
-    report.errors += [str(r) for r in results if isinstance(r, BaseException)]
-    for net in report.networks:
-        try:
-            await hv.destroy_network(net)
-        except Exception as exc:  # noqa: BLE001 - reported, the reaper goes on with the rest
-            report.errors.append(str(exc))
-    if lab_host is not None and lab_host.files.remote:
-        for lab_id in host_labs:
-            report.errors += await lab_host.files.remove(lab_id)
-    for directory in report.lab_dirs:
-        shutil.rmtree(directory, ignore_errors=True)
-    await asyncio.to_thread(leases.reclaim_dead)
+    results = await asyncio.gather(
+        *(
+            remove_lab(hv, files_for(lab.state) if files_for else None, lab.remains(), lease_store)
+            for lab in dead.values()
+        )
+    )
+    for errors in results:
+        report.errors += errors
+    for directory in stray:
+        await remove_lab(hv, None, LabRemains(Path(directory).name, directory), None)
+    await asyncio.to_thread(remove_dead_locks)
     return report
 
 
-def _stray_lab_dirs(
-    labs_dir: Path, with_state: set[str], dead_leases: list[str], leases: Mapping[str, object]
-) -> list[str]:
+def _stray_lab_dirs(labs_dir: Path, with_state: set[str], dead: set[str], leases: Mapping[str, object]) -> list[str]:
     """Lab directories with no readable state file and no live lease (a crash before the
     first state write)."""
     if not labs_dir.exists():
         return []
     stray = []
     for directory in labs_dir.iterdir():
-        if not directory.is_dir() or directory.name in with_state:
+        if not directory.is_dir() or directory.name in with_state or directory.name in dead:
             continue
-        if directory.name in leases and directory.name not in dead_leases:
+        if directory.name in leases:
             continue
         stray.append(str(directory))
     return stray

@@ -75,11 +75,12 @@ from testbed.guest.readiness import wait_for_ssh
 from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.hostguard import ensure_host_guard
-from testbed.hypervisor.lab import Lab, LabNode, teardown_objects
+from testbed.hypervisor.lab import Lab, LabNode
 from testbed.hypervisor.labstate import LabState, NodeState
 from testbed.hypervisor.leases import LeaseStore
 from testbed.hypervisor.overlays import create_overlay
 from testbed.hypervisor.owner import Owner
+from testbed.hypervisor.removal import LabRemains, remove_lab
 from testbed.hypervisor.xml import LabMetadata
 from testbed.images.store import StoredImage
 from testbed.model.images import ImageDef
@@ -480,7 +481,7 @@ class RestoredLab:
         await ensure_host_guard(self.hv.uri)
         lab_dir = Path(meta.lab_dir)
         if lab_dir.exists():
-            raise HarnessError(f"lab directory {lab_dir} of saved state {meta.task}/{meta.key} is in use")
+            await self._reap_crashed_user(lab_dir)
         lab_dir.mkdir(parents=True)
         self.state = state = LabState(
             lab_id=meta.lab_id,
@@ -532,6 +533,25 @@ class RestoredLab:
         state.status = "ready"
         state.save()
 
+    async def _reap_crashed_user(self, lab_dir: Path) -> None:
+        """The slot's lab directory is left by an earlier restore. If its owner is dead (the
+        episode's process crashed; we hold the slot's lock, so no live process uses it),
+        remove what it left — domains, networks, fresh overlays — and reuse the slot; the
+        slot itself and its lease stay. A live owner means a wiring error: refuse."""
+        meta = self.meta
+        try:
+            left = LabState.load(lab_dir / "state.json")
+        except (OSError, ValueError, KeyError, TypeError):
+            left = None
+        if left is not None and left.owner.is_alive():
+            raise HarnessError(f"lab directory {lab_dir} of saved state {meta.task}/{meta.key} is in use")
+        domains = tuple(left.domains) if left else tuple(n.domain for n in meta.nodes.values())
+        networks = tuple(left.networks) if left else tuple(meta.networks)
+        errors = await remove_lab(self.hv, None, LabRemains(meta.lab_id, str(lab_dir), domains, networks), None)
+        if errors:
+            raise HarnessError(f"saved state {meta.task}/{meta.key}: cannot clear a crashed user: " + "; ".join(errors))
+        log.info("saved state %s/%s: removed what a crashed episode left; reusing it", meta.task, meta.key)
+
     async def down(self) -> None:
         """Tear down (runs to completion even if the caller is cancelled)."""
         await run_to_completion(self._teardown())
@@ -542,7 +562,7 @@ class RestoredLab:
         state, self.state = self.state, None
         if state is None:
             return
-        errors = await teardown_objects(self.hv, state.domains, state.networks)
-        shutil.rmtree(state.directory, ignore_errors=True)
+        remains = LabRemains(state.lab_id, state.directory, tuple(state.domains), tuple(state.networks))
+        errors = await remove_lab(self.hv, None, remains, None, keep_lease=True)  # the slot keeps the lease
         if errors:
             raise HarnessError("teardown incomplete: " + "; ".join(errors) + " (run `testbed reap`)")

@@ -55,7 +55,7 @@ class LabMetadata:
         lab_attrs = " ".join(f"{k}={quoteattr(v)}" for k, v in attrs.items())
         owner_attrs = (
             f"pid='{o.pid}' starttime='{o.starttime}' host={quoteattr(o.host)} "
-            f"detached='{'yes' if o.detached else 'no'}'"
+            f"detached='{'yes' if o.detached else 'no'}' lock={quoteattr(o.lock)}"
         )
         return f"<tb:lab xmlns:tb='{METADATA_NS}' {lab_attrs}><tb:owner {owner_attrs}/></tb:lab>"
 
@@ -78,6 +78,7 @@ class LabMetadata:
             starttime=int(owner_el.get("starttime", "0")),
             host=owner_el.get("host", ""),
             detached=owner_el.get("detached") == "yes",
+            lock=owner_el.get("lock", ""),
         )
         return cls(
             lab_id=lab.get("lab-id", ""),

@@ -28,9 +28,12 @@ from testbed.agents.scripted import make_agent
 from testbed.config import Settings
 from testbed.db.models import Job
 from testbed.errors import InputError
-from testbed.hypervisor.reaper import reap
+from testbed.hypervisor.labhost import LabFiles, files_of_lab
+from testbed.hypervisor.labstate import LabState
+from testbed.hypervisor.reaper import FilesFor, reap
 from testbed.model.images import ImageDef
 from testbed.model.job import Cell, HostSpec, JobSpec
+from testbed.runtime import Runtime
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig, JobSummary, ProgressSink
 from testbed.scheduler.real import RunnerExecutor, TaskCatalog
 from testbed.scheduler.resources import Demand, HostSlot
@@ -150,7 +153,7 @@ async def run_job(
     async with RunnerExecutor(catalog, db, settings, hosts) as executor:
         for host in hosts:  # only objects of this machine's dead processes (see reaper)
             rt = executor.runtimes[host.name]
-            await reap(rt.hypervisor, settings, lab_host=rt.lab_host)
+            await reap(rt.hypervisor, settings, files_for=_files_for(rt))
         coordinator = Coordinator(
             job_id, store, executor, hosts, catalog, owner=coordinator_identity(), config=config, view=view,
             on_event=on_event,
@@ -169,3 +172,12 @@ async def run_job(
 
 
 __all__ = ["PendingRun", "PreparedJob", "create", "load_prepared", "prepare", "resolve_job_id", "run_job"]
+
+
+def _files_for(rt: Runtime) -> FilesFor:
+    """Where the reaper finds a dead lab's files on `rt`'s host."""
+
+    def files(state: LabState | None) -> LabFiles:
+        return files_of_lab(rt.hypervisor, rt.lab_host, state.host_cache if state else None)
+
+    return files

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import shutil
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -27,10 +26,10 @@ from testbed.config import Settings
 from testbed.errors import HarnessError, InputError
 from testbed.hypervisor.accel import AccelChoice, choose_accel
 from testbed.hypervisor.connection import Hypervisor
-from testbed.hypervisor.lab import teardown_objects
-from testbed.hypervisor.labhost import lab_host_for
+from testbed.hypervisor.labhost import files_of_lab, lab_host_for
 from testbed.hypervisor.labstate import all_lab_states
 from testbed.hypervisor.leases import LeaseStore
+from testbed.hypervisor.removal import LabRemains, remove_lab
 from testbed.images.store import ImageStore
 from testbed.model.images import ImageDef
 from testbed.model.job import JobSpec
@@ -189,18 +188,10 @@ class RunnerExecutor:
             rt = next((r for r in self.runtimes.values() if r.settings.libvirt_uri == state.uri), None)
             if rt is None:
                 continue
-            jobs.append(_destroy_lab(rt, state.domains, state.networks, state.directory, state.lab_id, leases))
+            remains = LabRemains(state.lab_id, state.directory, tuple(state.domains), tuple(state.networks))
+            files = files_of_lab(rt.hypervisor, rt.lab_host, state.host_cache)
+            jobs.append(remove_lab(rt.hypervisor, files, remains, leases))
         await asyncio.gather(*jobs, return_exceptions=True)
-
-
-async def _destroy_lab(
-    rt: Runtime, domains: list[str], networks: list[str], directory: str, lab_id: str, leases: LeaseStore
-) -> None:
-    await teardown_objects(rt.hypervisor, list(domains), list(networks))
-    if rt.lab_host is not None:
-        await rt.lab_host.files.remove(lab_id)
-    shutil.rmtree(directory, ignore_errors=True)
-    await asyncio.to_thread(leases.release, lab_id)
 
 
 def _remote_accel() -> AccelChoice:

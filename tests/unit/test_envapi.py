@@ -153,7 +153,7 @@ def make_client(root: Path, tmp_path: Path, **limits: Any) -> tuple[TestClient, 
         catalog=image_catalog(),
         accel=SimpleNamespace(label="tcg", accel="tcg"),
         hypervisor=None,
-        lab_host=None,
+        lab_host=SimpleNamespace(remote=False),
     )
 
     @asynccontextmanager

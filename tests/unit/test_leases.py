@@ -16,20 +16,22 @@ from testbed.hypervisor.leases import LeaseStore
 from testbed.hypervisor.owner import Owner
 
 
-def _grab(directory: str, count: int, queue) -> None:
+def _grab(directory: str, count: int, queue, done) -> None:
     store = LeaseStore(Path(directory))
     for _ in range(count):
         lease = store.acquire(Owner.current(), subnets=2, macs=3)
         queue.put((lease.lab_id, lease.subnets, lease.macs))
+    done.wait(60)  # stay alive (owning the leases) until every worker has acquired
 
 
 def test_concurrent_processes_never_share_a_lease(tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_grab, args=(str(tmp_path), 8, queue)) for _ in range(6)]
+    queue, done = ctx.Queue(), ctx.Event()
+    procs = [ctx.Process(target=_grab, args=(str(tmp_path), 8, queue, done)) for _ in range(6)]
     for p in procs:
         p.start()
     results = [queue.get(timeout=60) for _ in range(48)]
+    done.set()
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0

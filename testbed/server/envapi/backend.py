@@ -53,7 +53,7 @@ class RunnerBackend:
         self.db = db
         self.root = root
         self.job_id = job_id
-        remote = rt.lab_host is not None and rt.lab_host.remote
+        remote = rt.lab_host.remote
         if fast_reset and remote:
             log.warning("fast reset is off: saved states are local files and %s is a remote host", rt.hypervisor.uri)
         self.fast_reset = fast_reset and not remote

@@ -1,0 +1,63 @@
+"""Removing a lab: the one teardown that `Lab`, the restored lab, `testbed lab down`, the
+scheduler's abort and the reaper all use.
+
+Contract of `remove_lab`: destroy the lab's domains, then its networks, then delete its
+files on the lab host (remote volumes named by the lab id), then — only if every domain
+and network is known to be gone — its lab directory and its lease. When any of them could
+not be removed (a lost libvirt connection is "unknown", never "gone"), the directory and
+the lease are kept, so a later `testbed reap` can finish the job instead of a new lab
+reusing a subnet or id whose guests may still run. Returns the error texts (empty when
+everything is gone); never raises for a removal failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.errors import HarnessError
+from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.labhost import LabFiles
+from testbed.hypervisor.leases import LeaseStore
+
+
+@dataclass(frozen=True)
+class LabRemains:
+    """What is left of a lab to remove (from its state file or libvirt's metadata)."""
+
+    lab_id: str
+    directory: str | None
+    domains: tuple[str, ...] = ()
+    networks: tuple[str, ...] = ()
+
+
+async def teardown_objects(hv: Hypervisor, domains: list[str], networks: list[str]) -> list[str]:
+    """Destroy domains, then networks; returns error messages instead of raising."""
+    errors: list[str] = []
+    results = await asyncio.gather(*(hv.destroy_domain(d) for d in domains), return_exceptions=True)
+    errors += [str(r) for r in results if isinstance(r, BaseException)]
+    for net in networks:
+        try:
+            await hv.destroy_network(net)
+        except HarnessError as exc:
+            errors.append(str(exc))
+    return errors
+
+
+async def remove_lab(
+    hv: Hypervisor, files: LabFiles | None, remains: LabRemains, leases: LeaseStore | None, *, keep_lease: bool = False
+) -> list[str]:
+    """See the module docstring. `keep_lease`: the lease belongs to someone else (a saved
+    state's slot) and is not released."""
+    errors = await teardown_objects(hv, list(remains.domains), list(remains.networks))
+    if files is not None:
+        errors += await files.remove(remains.lab_id)
+    if errors:
+        return [*errors, f"lab {remains.lab_id} kept (directory and lease) until `testbed reap` can finish"]
+    if remains.directory:
+        await asyncio.to_thread(shutil.rmtree, Path(remains.directory), True)
+    if leases is not None and not keep_lease:
+        await asyncio.to_thread(leases.release, remains.lab_id)
+    return []

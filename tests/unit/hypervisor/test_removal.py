@@ -1,0 +1,95 @@
+"""The one lab teardown: directory and lease go only once domains and networks are gone;
+a lost or failing libvirt connection is never taken for "gone"."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import libvirt
+import pytest
+
+from testbed.errors import HarnessError
+from testbed.hypervisor.connection import Hypervisor, means_gone
+from testbed.hypervisor.leases import LeaseStore
+from testbed.hypervisor.owner import Owner
+from testbed.hypervisor.removal import LabRemains, remove_lab
+
+
+class FlakyHypervisor:
+    """Destroying domain `bad` fails the way a lost libvirt connection does."""
+
+    def __init__(self) -> None:
+        self.destroyed: list[str] = []
+
+    async def destroy_domain(self, name: str) -> bool:
+        if name == "bad":
+            raise HarnessError("cannot look up domain bad: End of file while reading data")
+        self.destroyed.append(name)
+        return True
+
+    async def destroy_network(self, name: str) -> bool:
+        self.destroyed.append(name)
+        return True
+
+
+def _lab(tmp_path: Path) -> tuple[LeaseStore, str, Path]:
+    leases = LeaseStore(tmp_path / "leases")
+    lease = leases.acquire(Owner.current(), subnets=1, macs=1)
+    directory = tmp_path / "labs" / lease.lab_id
+    directory.mkdir(parents=True)
+    (directory / "node.qcow2").write_bytes(b"overlay")
+    return leases, lease.lab_id, directory
+
+
+def test_everything_gone_removes_directory_and_lease(tmp_path: Path) -> None:
+    leases, lab_id, directory = _lab(tmp_path)
+    hv = FlakyHypervisor()
+    errors = asyncio.run(remove_lab(hv, None, LabRemains(lab_id, str(directory), ("ok",), ("net",)), leases))  # type: ignore[arg-type]
+    assert errors == [] and hv.destroyed == ["ok", "net"]
+    assert not directory.exists() and lab_id not in leases.all()
+
+
+def test_unconfirmed_domain_keeps_directory_and_lease(tmp_path: Path) -> None:
+    leases, lab_id, directory = _lab(tmp_path)
+    hv = FlakyHypervisor()
+    remains = LabRemains(lab_id, str(directory), ("ok", "bad"), ("net",))
+    errors = asyncio.run(remove_lab(hv, None, remains, leases))  # type: ignore[arg-type]
+    assert any("End of file" in e for e in errors) and any("testbed reap" in e for e in errors)
+    assert directory.exists() and lab_id in leases.all()  # nothing a new lab could reuse too early
+
+
+def test_keep_lease_for_a_saved_state(tmp_path: Path) -> None:
+    leases, lab_id, directory = _lab(tmp_path)
+    errors = asyncio.run(
+        remove_lab(FlakyHypervisor(), None, LabRemains(lab_id, str(directory)), leases, keep_lease=True)  # type: ignore[arg-type]
+    )
+    assert errors == [] and not directory.exists() and lab_id in leases.all()
+
+
+def test_libvirt_no_such_object_is_gone_but_other_errors_are_not() -> None:
+    async def scenario() -> None:
+        async with Hypervisor("test:///default") as hv:
+            assert await hv.destroy_domain("no-such-domain") is False
+            assert await hv.domain_state("no-such-domain") == "missing"
+            assert await hv.destroy_network("no-such-network") is False
+            with pytest.raises(libvirt.libvirtError) as info:
+                hv.conn.lookupByName("no-such-domain")
+            assert means_gone(info.value)
+            # a closed connection is not "no such domain"
+            await hv.close()
+            with pytest.raises(HarnessError):
+                await hv.domain_state("test")
+
+    asyncio.run(scenario())
+
+
+def test_dead_connection_is_reopened_for_lookups() -> None:
+    async def scenario() -> None:
+        async with Hypervisor("test:///default") as hv:
+            old = hv.conn
+            old.close()  # what a libvirtd restart does to the client's connection
+            assert await hv.domain_state("test") == "running"  # the test driver's built-in domain
+            assert hv.reconnects == 1 and hv.conn is not old
+
+    asyncio.run(scenario())
