@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import asyncssh
@@ -16,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from testbed.config import Settings, project_root
+from testbed.db.engine import database_url, open_database
 from testbed.errors import HarnessError, InputError
 from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
@@ -24,10 +26,11 @@ from testbed.hypervisor.lab import Lab
 from testbed.hypervisor.labhost import files_of_lab, lab_host_for
 from testbed.hypervisor.labstate import LabState, all_lab_states, find_lab
 from testbed.hypervisor.leases import LeaseStore
-from testbed.hypervisor.reaper import reap
+from testbed.hypervisor.reaper import ReapReport, reap
 from testbed.hypervisor.removal import LabRemains, remove_lab
 from testbed.model.topology import Topology, load_topology, resolve_topology_path
 from testbed.runtime import image_catalog, runtime
+from testbed.scheduler.orphans import finish_orphaned_runs
 
 lab_app = typer.Typer(help="Bring labs up, run commands in them, take them down.", no_args_is_help=True)
 console = Console(stderr=True)
@@ -190,34 +193,50 @@ async def _lab_down(settings: Settings, state: LabState) -> list[str]:
 
 def reap_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be removed")] = False,
+    db: Annotated[
+        str | None, typer.Option("--db", help="run database whose orphaned runs to finish (default: TESTBED_DB)")
+    ] = None,
 ) -> None:
-    """Remove domains, networks, lab files and leases whose owner is gone (found by metadata)."""
+    """Remove domains, networks, lab files and leases whose owner is gone (found by metadata),
+    and finish run rows whose owner is gone (`error`, "owner lost")."""
     settings = Settings.from_env()
 
-    async def _go() -> None:
+    async def _go() -> ReapReport:
         async with Hypervisor(settings.libvirt_uri) as hv:
             host = lab_host_for(hv)
-            report = await reap(
+            return await reap(
                 hv,
                 settings,
                 dry_run=dry_run,
                 files_for=lambda state: files_of_lab(hv, host, state.host_cache if state else None),
             )
-        verb = "would remove" if dry_run else "removed"
-        out = Console()
-        if report.empty:
-            out.print("nothing to reap")
-        for kind, items in (
-            ("domain", report.domains),
-            ("network", report.networks),
-            ("lab directory", report.lab_dirs),
-            ("lease", report.leases),
-        ):
-            for item in items:
-                out.print(f"{verb} {kind} {item}")
-        for err in report.errors:
-            console.print(f"[red]{err}[/red]")
-        if report.errors:
-            raise typer.Exit(1)
 
-    asyncio.run(_go())
+    report = asyncio.run(_go())
+    runs = _finish_orphaned_runs(db, dry_run)
+    verb = "would remove" if dry_run else "removed"
+    out = Console()
+    if report.empty and not runs:
+        out.print("nothing to reap")
+    for kind, items in (
+        ("domain", report.domains),
+        ("network", report.networks),
+        ("lab directory", report.lab_dirs),
+        ("lease", report.leases),
+    ):
+        for item in items:
+            out.print(f"{verb} {kind} {item}")
+    for run_id, reason in runs:
+        out.print(f"{'would finish' if dry_run else 'finished'} run {run_id} as error ({reason})", markup=False)
+    for err in report.errors:
+        console.print(f"[red]{err}[/red]")
+    if report.errors:
+        raise typer.Exit(1)
+
+
+def _finish_orphaned_runs(url: str | None, dry_run: bool) -> list[tuple[str, str]]:
+    """Orphaned run rows of the run database, when there is one (a missing SQLite file is
+    not created)."""
+    resolved = database_url(url)
+    if resolved.startswith("sqlite:///") and not Path(resolved.removeprefix("sqlite:///")).is_file():
+        return []
+    return finish_orphaned_runs(open_database(resolved), dry_run=dry_run)

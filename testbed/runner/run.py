@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.agents.base import AgentBinding
 from testbed.db.recorder import RunRecorder
+from testbed.hypervisor.owner import Owner
 from testbed.runner.context import RunContext
 from testbed.runner.events import Listener, RunStarted
 from testbed.runner.fastreset import SavedStateUse
@@ -63,6 +64,7 @@ class Runner:
         request = self.request
         assert request.agent_instance is not None and request.policy is not None
         config = {
+            "owner": Owner.current().to_dict(),  # `testbed reap` finishes the row if this process dies
             "accel": self.rt.accel.label,
             "limits": request.task.definition.limits.model_dump(),
             **request.config,

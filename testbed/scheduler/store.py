@@ -45,6 +45,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy import func, or_, select, update
@@ -54,7 +55,7 @@ from testbed.db.engine import writer_engine
 from testbed.db.models import Job, Phase, Run, new_id
 from testbed.db.recorder import clean_json, clean_text, engine_of
 from testbed.db.types import utcnow
-from testbed.hypervisor.owner import Owner, process_start_time
+from testbed.hypervisor.owner import Owner, lock_is_held, process_start_time
 from testbed.model.job import RetryPolicy
 
 Clock = Callable[[], datetime]
@@ -65,20 +66,26 @@ LOST = "coordinator lost"
 
 
 def coordinator_identity() -> str:
-    """A fresh lease-owner identity for this process: `host:pid:starttime:nonce`."""
+    """A fresh lease-owner identity for this process: `host:pid:starttime:nonce|LOCK`, where
+    LOCK is the process's owner lock file (`testbed.hypervisor.owner`)."""
     owner = Owner.current()
-    return f"{owner.host}:{owner.pid}:{owner.starttime}:{uuid.uuid4().hex[:8]}"
+    return f"{owner.host}:{owner.pid}:{owner.starttime}:{uuid.uuid4().hex[:8]}|{owner.lock}"
 
 
 def owner_alive(identity: str) -> bool | None:
     """False if `identity` names a process on this host that is gone; True if it is alive
-    here; None when it cannot be told (another host, or not a coordinator identity)."""
-    parts = identity.rsplit(":", 3)
+    here; None when it cannot be told (another host, or not a coordinator identity). With an
+    owner lock (`|LOCK`) liveness is the lock's, which is right across PID namespaces;
+    identities without one fall back to pid + start time."""
+    ident, _, lock = identity.partition("|")
+    parts = ident.rsplit(":", 3)
     if len(parts) != 4:
         return None
     host, pid, start, _nonce = parts
     if host != socket.gethostname():
         return None
+    if lock:
+        return lock_is_held(Path(lock))
     try:
         return process_start_time(int(pid)) == int(start)
     except ValueError:
