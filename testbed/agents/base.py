@@ -23,6 +23,7 @@ class AgentContext:
     max_commands: int
     agent_time_s: float
     command_time_s: float
+    command_idle_s: float | None = None
 
 
 @dataclass(frozen=True)

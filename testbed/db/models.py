@@ -300,6 +300,9 @@ class Command(Base):
     impact: Mapped[list[str]] = mapped_column(JSONType, default=list)
     redacted: Mapped[list[str] | None] = mapped_column(JSONType, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Migration 0005: processes the command left running that still held its output when
+    # its shell exited (`[{pid, args}]`, left alive); NULL when none.
+    background: Mapped[Any | None] = mapped_column(JSONType, nullable=True)
 
     run: Mapped[Run] = relationship(back_populates="commands")
 
@@ -401,6 +404,25 @@ class ModelTurn(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+class Artifact(Base):
+    """A file kept with a run (migration 0005): each node's serial console log (`kind`
+    `console`), redacted like every stored text, the tail kept when it is over the limit
+    (`truncated`). `name` is unique per run (`console-<node>.log`)."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (UniqueConstraint("run_id", "name"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    node: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    kind: Mapped[str] = mapped_column(String(50))
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    size: Mapped[int] = mapped_column(Integer)
+    truncated: Mapped[bool] = mapped_column(Boolean, default=False)
+    content: Mapped[str] = mapped_column(Text)
+
+
 TABLES: tuple[str, ...] = (
     "jobs",
     "runs",
@@ -411,5 +433,6 @@ TABLES: tuple[str, ...] = (
     "checks",
     "findings",
     "model_turns",
+    "artifacts",
 )
 """Every table of the schema, parents first."""

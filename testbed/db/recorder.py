@@ -48,6 +48,7 @@ from testbed.db.models import (
     RESIDUE_VALUES,
     RUN_STATES,
     SNAPSHOT_POINTS,
+    Artifact,
     Check,
     Command,
     Finding,
@@ -397,6 +398,36 @@ class RunRecorder:
 
     def store_command(self, record: CommandRecord) -> StoredCommand:
         """Insert `record` with the next `seq`, commit, and return the row as stored."""
+        values = self._command_values(record)
+        with self._lock, Session(self._engine, expire_on_commit=False) as session:
+            seq = self._seq + 1
+            with session.begin():
+                command = Command(run_id=self.run_id, seq=seq, **values)
+                session.add(command)
+                session.flush()
+                command_id = command.id
+            # Committed: only now is the number used up (a failed write reuses it).
+            self._seq = seq
+            return StoredCommand(command_id, seq, stored_record(values))
+
+    def complete_command(self, requested: StoredCommand, record: CommandRecord) -> StoredCommand:
+        """Replace the row of `requested` (written before the command was sent, see
+        `testbed.runner.recording`) with the completed `record`; commit; the row as stored."""
+        values = self._command_values(record)
+
+        def work(session: Session) -> None:
+            row = session.get(Command, requested.id)
+            if row is None or row.run_id != self.run_id:
+                raise LookupError(f"no command {requested.id} in run {self.run_id}")
+            for key, value in values.items():
+                setattr(row, key, value)
+
+        self._write(work)
+        return StoredCommand(requested.id, requested.seq, stored_record(values))
+
+    @staticmethod
+    def _command_values(record: CommandRecord) -> dict[str, Any]:
+        """The column values of `record`, checked (`ValueError`) and cleaned for storage."""
         _one_of("command phase", record.phase, COMMAND_PHASES)
         _one_of("command source", record.source, COMMAND_SOURCES)
         _aware("started_at", record.started_at)
@@ -408,17 +439,27 @@ class RunRecorder:
                 values[key] = clean_text(values[key])
         values["impact"] = clean_json(list(record.impact))
         values["redacted"] = clean_json(record.redacted) if record.redacted else None
+        values["background"] = clean_json(record.background) if record.background else None
+        return values
 
-        with self._lock, Session(self._engine, expire_on_commit=False) as session:
-            seq = self._seq + 1
-            with session.begin():
-                command = Command(run_id=self.run_id, seq=seq, **values)
-                session.add(command)
-                session.flush()
-                command_id = command.id
-            # Committed: only now is the number used up (a failed write reuses it).
-            self._seq = seq
-            return StoredCommand(command_id, seq, stored_record(values))
+    def record_artifact(self, name: str, kind: str, content: str, *, node: str | None = None, limit: int) -> int:
+        """Store a text artifact of the run (a console log); over `limit` characters the
+        tail is kept and `truncated` set. A second call with the same name replaces it."""
+        text = clean_text(content)
+        truncated = len(text) > limit
+        kept = text[-limit:] if truncated else text
+
+        def work(session: Session) -> int:
+            row = session.scalars(select(Artifact).where(Artifact.run_id == self.run_id, Artifact.name == name)).first()
+            if row is None:
+                row = Artifact(run_id=self.run_id, name=name)
+                session.add(row)
+            row.kind, row.node, row.content, row.size, row.truncated = kind, node, kept, len(text), truncated
+            row.created_at = utcnow()
+            session.flush()
+            return row.id
+
+        return self._write(work)
 
     # --- snapshots, checks, findings ---------------------------------------------------
 

@@ -35,6 +35,7 @@ class CommandRecord:
     impact: list[str] = field(default_factory=list)
     redacted: list[str] | None = None
     error: str | None = None
+    background: list[dict[str, object]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,11 @@ from typing import Any
 
 @dataclass(frozen=True)
 class ExecResult:
-    """`exit_code` is None only when the command never produced one (a timeout)."""
+    """`exit_code` is None only when the command never produced one (a timeout).
+
+    `background` lists the processes the command left running that still held its output
+    when its shell exited (`[{pid, args}]`; they are left alive); `idle_timed_out` says a
+    timeout came from the no-output limit rather than the command's time limit."""
 
     command: str
     exit_code: int | None
@@ -20,6 +24,8 @@ class ExecResult:
     timed_out: bool = False
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    background: tuple[dict[str, Any], ...] = ()
+    idle_timed_out: bool = False
 
     @property
     def ok(self) -> bool:

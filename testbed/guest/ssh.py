@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import shlex
 import time
 from datetime import UTC, datetime
@@ -26,12 +27,13 @@ from typing import Any, Protocol
 import asyncssh
 
 from testbed.errors import HarnessError
-from testbed.guest.capture import BoundedCapture
-from testbed.guest.dialects import PID_MARK, TIMEOUT_STATUSES, Dialect, dialect_for, kill_group_command
+from testbed.guest.channel import ChannelLost, CommandChannel, parse_members, session_members_command
+from testbed.guest.dialects import TIMEOUT_STATUSES, Dialect, dialect_for, kill_group_command
 from testbed.guest.result import ExecResult
 
 DEFAULT_MAX_OUTPUT = 64 * 1024
 CONNECT_TIMEOUT_S = 10.0
+MAX_LINGERING = 3
 
 
 class GuestConnectionError(HarnessError):
@@ -76,6 +78,7 @@ class GuestSession:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._connect_lock = asyncio.Lock()
         self._channels = asyncio.Semaphore(max_channels)
+        self._lingering: list[CommandChannel] = []
 
     async def connect(self, timeout: float = CONNECT_TIMEOUT_S) -> None:
         """(Re)connect if there is no open connection."""
@@ -99,8 +102,8 @@ class GuestSession:
                         known_hosts=([self.host_key], [], []),
                         agent_path=None,
                         config=None,
-                        keepalive_interval=15,
-                        keepalive_count_max=4,
+                        keepalive_interval=10,
+                        keepalive_count_max=3,
                     ),
                     timeout,
                 )
@@ -110,6 +113,7 @@ class GuestSession:
                 ) from exc
 
     async def close(self) -> None:
+        self._lingering.clear()  # their channels go with the connection
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
@@ -123,82 +127,94 @@ class GuestSession:
         timeout: float | None = 120.0,
         max_output: int = DEFAULT_MAX_OUTPUT,
         stdin: bytes | None = None,
+        idle_timeout: float | None = None,
     ) -> ExecResult:
-        """Run `command` through the node's shell, bounded in time and output."""
+        """Run `command` through the node's shell, bounded in time, silence and output.
+        Returns as soon as the command's shell exits; background children that still hold
+        its output are left running and listed in `background` (see `testbed.guest.channel`)."""
         async with self._channels:
             await self.connect()
             assert self._conn is not None
             wrapped = self.dialect.wrap(command, timeout)
             started_at = datetime.now(UTC)
             t0 = time.monotonic()
-            out, err = BoundedCapture(max_output), BoundedCapture(max_output)
-            timed_out = False
+            marker = self.dialect.session_marker
+            host_deadline = None if timeout is None else (timeout if marker else timeout + 15)
             try:
-                process = await self._open_process(wrapped)
+                chan = await self._open_channel(wrapped, max_output, marker)
+                assert chan.chan is not None
                 if stdin is not None:
-                    process.stdin.write(stdin)
-                process.stdin.write_eof()
-                marker = _PidMarker(err) if self.dialect.session_marker else None
-                readers = asyncio.gather(_pump(process.stdout, out), _pump(process.stderr, marker or err))
-                host_deadline = None if timeout is None else (timeout if marker else timeout + 15)
-                try:
-                    await asyncio.wait_for(asyncio.shield(readers), host_deadline)
-                    completed = await process.wait()
-                    exit_code = completed.exit_status
-                except TimeoutError:
-                    timed_out = True
-                    exit_code = None
-                    await self._end_command(process, readers, marker.pid if marker else None)
-                # sshd counts a session until its close completes: wait for it before the
-                # channel slot is given to the next command.
-                process.close()
-                await process.wait_closed()
-            except (OSError, asyncssh.Error) as exc:
+                    chan.chan.write(stdin)
+                chan.chan.write_eof()
+                how = await chan.wait(host_deadline, idle_timeout)
+                background: tuple[dict[str, Any], ...] = ()
+                if how != "exited":
+                    await self._end_command(chan)
+                elif chan.lingering:
+                    background = await self._linger(chan)
+                else:
+                    chan.close()
+                    await chan.closed()
+            except (OSError, asyncssh.Error, ChannelLost) as exc:
                 await self.close()
                 raise GuestConnectionError(f"ssh {self.host}: connection lost running a command: {exc}") from exc
             duration = time.monotonic() - t0
-            if (
-                not self.dialect.session_marker
-                and timeout is not None
-                and exit_code in TIMEOUT_STATUSES
-                and duration >= timeout - 0.5
-            ):
-                timed_out = True
+            exit_code = chan.exit_status if how == "exited" else None
+            timed_out = how != "exited"
+            if not marker and timeout is not None and exit_code in TIMEOUT_STATUSES and duration >= timeout - 0.5:
+                timed_out, exit_code = True, None
             return ExecResult(
                 command=command,
                 exit_code=exit_code,
-                stdout=out.text(),
-                stderr=err.text(),
+                stdout=chan.out.text(),
+                stderr=chan.err.text(),
                 started_at=started_at,
                 duration_ms=int(duration * 1000),
                 timed_out=timed_out,
-                stdout_truncated=out.truncated,
-                stderr_truncated=err.truncated,
+                stdout_truncated=chan.out.truncated,
+                stderr_truncated=chan.err.truncated,
+                background=background,
+                idle_timed_out=how == "idle",
             )
 
-    async def _end_command(
-        self, process: asyncssh.SSHClientProcess[bytes], readers: asyncio.Future[Any], pid: int | None
-    ) -> None:
+    async def _end_command(self, chan: CommandChannel) -> None:
         """At the deadline: kill the command's process group (over a second channel), give
-        its output a moment to drain, then drop the channel."""
+        its output a moment to drain, then drop the channel. sshd counts a session until its
+        close completes: wait for it before the channel slot goes to the next command."""
         assert self._conn is not None
-        if pid is not None:
+        if chan.pid is not None:
             with contextlib.suppress(OSError, asyncssh.Error, TimeoutError):
-                await asyncio.wait_for(self._conn.run(kill_group_command(pid)), 15)
-        try:
-            await asyncio.wait_for(asyncio.shield(readers), 5)
-        except TimeoutError:
-            readers.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await readers
+                await asyncio.wait_for(self._conn.run(kill_group_command(chan.pid)), 15)
+        await chan.drain(5)
+        chan.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(chan.closed(), 5)
 
-    async def _open_process(self, command: str) -> asyncssh.SSHClientProcess[bytes]:
+    async def _linger(self, chan: CommandChannel) -> tuple[dict[str, Any], ...]:
+        """The shell exited but its background children hold the channel: keep it open
+        (drained) so they live on, and list them. At most `MAX_LINGERING` such channels
+        stay open per connection (sshd's session limit): the oldest is closed beyond."""
+        self._lingering.append(chan)
+        while len(self._lingering) > MAX_LINGERING:
+            self._lingering.pop(0).close()
+        if chan.pid is None:
+            return ()
+        try:
+            listed = await asyncio.wait_for(self._conn.run(session_members_command(chan.pid)), 15)  # type: ignore[union-attr]
+        except (OSError, asyncssh.Error, TimeoutError):
+            return ()
+        out = listed.stdout if isinstance(listed.stdout, str) else (listed.stdout or b"").decode(errors="replace")
+        return tuple(parse_members(out))
+
+    async def _open_channel(self, command: str, max_output: int, marker: bool) -> CommandChannel:
         """Open a channel; a refusal (sshd's session limit racing a closing channel) is
         retried briefly, since the command has not started."""
         assert self._conn is not None
         for attempt in range(4):
             try:
-                return await self._conn.create_process(command, encoding=None)
+                session = CommandChannel(max_output, marker)
+                await self._conn.create_session(functools.partial(_same, session), command, encoding=None)
+                return session
             except asyncssh.ChannelOpenError:
                 if attempt == 3:
                     raise
@@ -224,35 +240,5 @@ class GuestSession:
         return base64.b64decode(result.stdout)
 
 
-class _PidMarker:
-    """Feeds stderr through to `sink`, taking the session shell's pid off its first line."""
-
-    def __init__(self, sink: BoundedCapture) -> None:
-        self.sink = sink
-        self.pid: int | None = None
-        self._head = b""
-        self._done = False
-
-    def feed(self, chunk: bytes) -> None:
-        if self._done:
-            self.sink.feed(chunk)
-            return
-        self._head += chunk
-        if b"\n" not in self._head and len(self._head) < 64:
-            return
-        self._done = True
-        line, sep, rest = self._head.partition(b"\n")
-        if line.startswith(PID_MARK) and sep:
-            with contextlib.suppress(ValueError):
-                self.pid = int(line[len(PID_MARK) :])
-            self.sink.feed(rest)
-        else:
-            self.sink.feed(self._head)
-
-
-async def _pump(stream: asyncssh.SSHReader[bytes], sink: BoundedCapture | _PidMarker) -> None:
-    while True:
-        chunk = await stream.read(65536)
-        if not chunk:
-            return
-        sink.feed(chunk)
+def _same(session: CommandChannel) -> CommandChannel:
+    return session

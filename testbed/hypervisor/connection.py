@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import libvirt
 
 from testbed.errors import HarnessError
+from testbed.hypervisor.events import DomainEvents, StopEvent, ensure_event_loop
 from testbed.hypervisor.xml import LabMetadata
 
 T = TypeVar("T")
@@ -70,6 +71,7 @@ class Hypervisor:
         self._conn: libvirt.virConnect | None = None
         self._reconnect_lock = threading.Lock()
         self.reconnects = 0
+        self.events = DomainEvents()
 
     @property
     def conn(self) -> libvirt.virConnect:
@@ -79,8 +81,9 @@ class Hypervisor:
 
     async def open(self) -> Hypervisor:
         _silence_libvirt_stderr()
+        ensure_event_loop()
         try:
-            self._conn = await asyncio.to_thread(libvirt.open, self.uri)
+            self._conn = await asyncio.to_thread(self._open_watched)
         except libvirt.libvirtError as exc:
             raise HarnessError(
                 f"cannot connect to libvirt at {self.uri}: {exc}. Is libvirtd running? "
@@ -109,9 +112,14 @@ class Hypervisor:
             await asyncio.to_thread(self._revive_if_dead)
             raise HarnessError(f"libvirt: {exc}") from exc
 
+    def _open_watched(self) -> libvirt.virConnect:
+        conn = libvirt.open(self.uri)
+        self.events.watch(conn)
+        return conn
+
     def _alive(self) -> bool:
         conn = self._conn
-        if conn is None:
+        if conn is None or self.events.closed:
             return False
         try:
             return bool(conn.isAlive())
@@ -127,7 +135,7 @@ class Hypervisor:
             deadline = time.monotonic() + RECONNECT_S
             while True:
                 try:
-                    self._conn = libvirt.open(self.uri)
+                    self._conn = self._open_watched()
                 except libvirt.libvirtError as exc:
                     if time.monotonic() > deadline:
                         raise HarnessError(
@@ -253,6 +261,24 @@ class Hypervisor:
                     subnets.append(str(ipaddress.IPv4Interface(f"{addr}/{prefix}").network))
         return subnets
 
+    async def domain_status(self, name: str) -> DomainStatus:
+        """The domain's state, libvirt's reason for it, and the last stop event seen."""
+
+        def _status() -> DomainStatus:
+            stop = self.events.last_stop(name)
+            dom = self._lookup(lambda c: c.lookupByName(name), f"domain {name}")
+            if dom is None:
+                return DomainStatus("missing", None, stop)
+            try:
+                state, reason = dom.state()
+            except libvirt.libvirtError as exc:
+                if means_gone(exc):
+                    return DomainStatus("missing", None, stop)
+                raise HarnessError(f"cannot read the state of domain {name}: {exc}") from exc
+            return DomainStatus(_STATE_NAMES.get(state, "other"), _reason_name(state, reason), stop)
+
+        return await asyncio.to_thread(_status)
+
     async def domain_state(self, name: str) -> str:
         """`running`, `paused`, `shutoff`, `crashed`, `other` or `missing`."""
 
@@ -274,6 +300,40 @@ class Hypervisor:
             }.get(state, "other")
 
         return await asyncio.to_thread(_state)
+
+
+_STATE_NAMES = {
+    libvirt.VIR_DOMAIN_RUNNING: "running",
+    libvirt.VIR_DOMAIN_PAUSED: "paused",
+    libvirt.VIR_DOMAIN_SHUTOFF: "shutoff",
+    libvirt.VIR_DOMAIN_CRASHED: "crashed",
+    libvirt.VIR_DOMAIN_PMSUSPENDED: "suspended",
+}
+
+
+def _reason_name(state: int, reason: int) -> str | None:
+    if state == libvirt.VIR_DOMAIN_CRASHED:
+        return "panicked" if reason == libvirt.VIR_DOMAIN_CRASHED_PANICKED else "unknown"
+    if state == libvirt.VIR_DOMAIN_SHUTOFF:
+        return {
+            libvirt.VIR_DOMAIN_SHUTOFF_SHUTDOWN: "shutdown",
+            libvirt.VIR_DOMAIN_SHUTOFF_DESTROYED: "destroyed",
+            libvirt.VIR_DOMAIN_SHUTOFF_CRASHED: "crashed",
+            libvirt.VIR_DOMAIN_SHUTOFF_FAILED: "failed",
+            libvirt.VIR_DOMAIN_SHUTOFF_SAVED: "saved",
+        }.get(reason, "unknown")
+    return None
+
+
+@dataclass(frozen=True)
+class DomainStatus:
+    """`state` ∈ running, paused, shutoff, crashed, suspended, other, missing; `reason` is
+    libvirt's for shutoff/crashed states; `stop` the last stop event seen on this
+    connection (the only record of how a transient domain ended once it is gone)."""
+
+    state: str
+    reason: str | None
+    stop: StopEvent | None
 
 
 def _fmt_version(value: int) -> str:

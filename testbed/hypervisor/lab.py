@@ -35,6 +35,7 @@ from testbed.guest.result import ExecResult
 from testbed.guest.ssh import GuestSession, generate_key, public_key_line
 from testbed.hypervisor.addressing import AddressPlan, plan_addresses
 from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.guestagent import GuestAgentChannel
 from testbed.hypervisor.hostguard import ensure_host_guard
 from testbed.hypervisor.labhost import LabHost, lab_host_for
 from testbed.hypervisor.labstate import LabState, NodeState, all_lab_states
@@ -61,9 +62,17 @@ ProgressFn = Callable[[str, str], None]
 """Called with (node or "lab", event) as provisioning goes."""
 
 
+class GuestUnreachable(HarnessError):
+    """The node has no working channel left (the agent cut SSH and the guest agent is gone)."""
+
+
 @dataclass
 class LabNode:
-    """One running guest of a lab; `exec` is Harbor's environment interface."""
+    """One running guest of a lab; `exec` is Harbor's environment interface.
+
+    `access` is how `exec` reaches the guest: `ssh` (normally), `oob` (the guest agent, after
+    the agent cut SSH: `testbed.runner.lockout`), or `none` (nothing answers; `exec` raises
+    `GuestUnreachable`)."""
 
     name: str
     image: ImageDef
@@ -73,6 +82,8 @@ class LabNode:
     console_log: Path
     session: GuestSession
     hypervisor: Hypervisor | None = None
+    oob: GuestAgentChannel | None = None
+    access: str = "ssh"
 
     async def exec(
         self,
@@ -81,11 +92,19 @@ class LabNode:
         timeout: float | None = 120.0,
         max_output: int = 64 * 1024,
         stdin: bytes | None = None,
+        idle_timeout: float | None = None,
     ) -> ExecResult:
         """Run `command` on the guest. While it runs, the domain is watched: a guest that
         stops (destroyed, crashed, powered off) raises `GuestLost` within seconds instead of
-        waiting for SSH keepalives to notice."""
-        work = asyncio.ensure_future(self.session.exec(command, timeout=timeout, max_output=max_output, stdin=stdin))
+        waiting for SSH keepalives to notice. `idle_timeout` ends it after that long
+        without output (SSH only)."""
+        if self.access == "oob" and self.oob is not None:
+            return await self.oob.exec(command, timeout=timeout, max_output=max_output, stdin=stdin)
+        if self.access != "ssh":
+            raise GuestUnreachable(f"{self.name}: unreachable (neither SSH nor the guest agent answers)")
+        work = asyncio.ensure_future(
+            self.session.exec(command, timeout=timeout, max_output=max_output, stdin=stdin, idle_timeout=idle_timeout)
+        )
         if self.hypervisor is None:
             return await work
         watch = asyncio.ensure_future(self._watch_domain())
@@ -516,6 +535,7 @@ class Lab:
             console_log=Path(spec.console_log),
             session=session,
             hypervisor=self.hv,
+            oob=GuestAgentChannel(self.hv, spec.name) if spec.guest_agent else None,
         )
         self.nodes[node.name] = node
         gate = self.boot_gate or contextlib.nullcontext()

@@ -74,6 +74,7 @@ from testbed.errors import HarnessError
 from testbed.guest.readiness import wait_for_ssh
 from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.guestagent import GuestAgentChannel
 from testbed.hypervisor.hostguard import ensure_host_guard
 from testbed.hypervisor.lab import Lab, LabNode
 from testbed.hypervisor.labstate import LabState, NodeState
@@ -526,6 +527,7 @@ class RestoredLab:
                 console_log=lab_dir / f"{node.name}.console.log",
                 session=new_session(node, client_key),
                 hypervisor=self.hv,
+                oob=GuestAgentChannel(self.hv, node.domain),
             )
         t0 = time.monotonic()
         await reconnect(self.nodes)

@@ -119,6 +119,7 @@ class DomainSpec:
     disk_bus: str = "virtio"
     nic_model: str = "virtio"
     run_as_root: bool = True
+    guest_agent: bool = True  # a virtio-serial port for qemu-guest-agent: the out-of-band channel
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,8 @@ class Limits(_Strict):
     agent_time_s: float = Field(default=35 * 60, gt=0)
     command_time_s: float = Field(default=120, gt=0)
     max_commands: int = Field(default=200, ge=1)
+    command_idle_s: float | None = Field(default=None, gt=0)
+    """End an agent command that prints nothing for this long (None: only the time limit)."""
 
 
 class Step(_Strict):

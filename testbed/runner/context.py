@@ -30,6 +30,7 @@ from testbed.hypervisor.lab import LabNode
 from testbed.model.vocab import Phase, PhaseStatus, RunState
 from testbed.runner.events import Listener, PhaseEvent, RunEvent, emit
 from testbed.runner.journal import RunJournal
+from testbed.runner.lockout import AccessLoss
 from testbed.runner.recording import CommandRecorder
 from testbed.runner.request import RunRequest, RunResult
 from testbed.runtime import Runtime
@@ -77,6 +78,8 @@ class RunContext:
     result: RunResult = field(init=False)
     current_phase: Phase = Phase.PROVISIONING
     timings: dict[str, float] = field(default_factory=dict)
+    lockouts: dict[str, AccessLoss] = field(default_factory=dict)
+    """node → how the agent cut the harness off it (`testbed.runner.lockout`)."""
 
     def __post_init__(self) -> None:
         self.commands.journal = self.journal

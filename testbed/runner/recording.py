@@ -1,8 +1,13 @@
 """Execute a command on a node and record it before the next one starts.
 
 Contract: every command that reaches a guest — setup, agent, verification, probes — gets a
-row, committed before `run()` returns (so before the run's next command starts), and the row
-as stored is appended to the run's in-memory `RunJournal`. A transport
+row written *before* it is sent (`requested`: its text, node, phase, source and start time,
+no exit status, `error` = `IN_FLIGHT`) and completed when it ends, both committed before
+`run()` returns (so before the run's next command starts); the completed row is appended
+to the run's in-memory `RunJournal`. A command cancelled in flight (Ctrl-C, job cancel, a
+lost lease, server shutdown) completes its row with `error` = `CANCELLED`; a coordinator
+that dies meanwhile leaves the requested row as it was, saying so — a command is never
+lost from the record. A transport
 failure is recorded too (exit status NULL, `error` set) and then re-raised as a harness
 error. Agent output is redacted before it is stored when `redact` is on; the agent itself
 still sees the raw output.
@@ -12,16 +17,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from testbed.aio import run_to_completion
 from testbed.analysis import classify, redact
 from testbed.db.recorder import RunRecorder
-from testbed.db.records import CommandRecord
+from testbed.db.records import CommandRecord, StoredCommand
 from testbed.errors import HarnessError
 from testbed.guest.result import ExecResult
 from testbed.hypervisor.lab import LabNode
 from testbed.runner.journal import RunJournal
+
+IN_FLIGHT = "requested: the harness stopped before this command completed (no result was recorded)"
+CANCELLED = "cancelled while running: the run was cancelled before the command completed"
+IDLE = "no output for too long: ended by the no-output timeout"
 
 
 @dataclass(frozen=True)
@@ -56,28 +66,44 @@ class CommandRecorder:
         stored_stdout_limit: int | None = None,
         max_output: int | None = None,
         stdin: bytes | None = None,
+        idle_timeout: float | None = None,
     ) -> Recorded:
         impact = classify(command) if source == "agent" else []
         started = datetime.now(UTC)
         t0 = time.monotonic()
+        text, kinds = self._redact(command) if source == "agent" else (command, [])
+        pending = CommandRecord(
+            node=node.name,
+            phase=phase,
+            source=source,
+            command=text,
+            started_at=started,
+            duration_ms=0,
+            impact=impact,
+            error=IN_FLIGHT,
+            redacted=kinds or None,
+        )
+        requested = await asyncio.to_thread(self.recorder.store_command, pending)
+
+        def failed(why: str) -> CommandRecord:
+            return replace(pending, duration_ms=int((time.monotonic() - t0) * 1000), error=why)
+
         try:
-            result = await node.exec(command, timeout=timeout, max_output=max_output or self.max_output, stdin=stdin)
+            bound = max_output or self.max_output
+            result = await node.exec(command, timeout=timeout, max_output=bound, stdin=stdin, idle_timeout=idle_timeout)
         except HarnessError as exc:  # SSH dropped or the guest is gone: record, then re-raise
-            await self.store(
-                CommandRecord(
-                    node=node.name,
-                    phase=phase,
-                    source=source,
-                    command=command,
-                    started_at=started,
-                    duration_ms=int((time.monotonic() - t0) * 1000),
-                    impact=impact,
-                    error=str(exc),
-                )
-            )
+            await self._complete(requested, failed(str(exc)))
             raise
-        command_id = await self.store(self.to_record(node.name, result, phase, source, impact, stored_stdout_limit))
-        return Recorded(result, command_id, impact)
+        except asyncio.CancelledError:
+            await run_to_completion(self._complete(requested, failed(CANCELLED)))
+            raise
+        record = self.to_record(node.name, result, phase, source, impact, stored_stdout_limit)
+        await self._complete(requested, record)
+        return Recorded(result, requested.id, impact)
+
+    async def _complete(self, requested: StoredCommand, record: CommandRecord) -> None:
+        stored = await asyncio.to_thread(self.recorder.complete_command, requested, record)
+        self.journal.add_command(stored)
 
     async def store(self, record: CommandRecord) -> int:
         """Commit `record` (off the event loop), journal it as stored; its id."""
@@ -141,4 +167,6 @@ class CommandRecorder:
             timed_out=result.timed_out,
             impact=impact,
             redacted=sorted(kinds) or None,
+            background=[dict(b) for b in result.background] or None,
+            error=IDLE if result.idle_timed_out else None,
         )

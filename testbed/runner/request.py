@@ -63,4 +63,5 @@ def agent_context(task: Task) -> AgentContext:
         max_commands=limits.max_commands,
         agent_time_s=limits.agent_time_s,
         command_time_s=limits.command_time_s,
+        command_idle_s=limits.command_idle_s,
     )

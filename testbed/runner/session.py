@@ -7,7 +7,12 @@ Contracts:
   Flagged commands run and are recorded as `safety` findings too.
 - Every agent command gets a row (run, refused or failed in transport) and its high-impact
   classes become `impact` findings.
-- A transport failure (SSH lost, guest gone) propagates as a harness error.
+- A transport failure (SSH lost, guest gone) is diagnosed (`testbed.runner.lockout`): a
+  transient drop is reported to the agent and the session goes on; a lockout the agent
+  caused (it cut SSH, powered the guest off, panicked it…) ends the session with
+  `ended_by = "lockout"` and the diagnosis in `lockout`; anything else (the guest destroyed
+  from outside, libvirt gone) propagates as a harness error. A timed-out agent command is
+  followed by one harness `true` to find out whether the agent cut the harness off.
 - An `AgentFailure` from the agent (its model overflowed its context, refused, kept sending
   malformed tool calls) ends the session with `ended_by = "agent_failure"` and the reason
   in `failure`; the run goes on to verification and ends `failed` with that reason.
@@ -23,8 +28,9 @@ from dataclasses import dataclass
 
 from testbed.agents.base import Action, Agent, AgentContext, Observation
 from testbed.analysis import SafetyPolicy, analyze
-from testbed.errors import AgentFailure
+from testbed.errors import AgentFailure, HarnessError
 from testbed.hypervisor.lab import LabNode
+from testbed.runner.lockout import AccessLoss, AccessLost, diagnose
 from testbed.runner.recording import CommandRecorder
 
 
@@ -33,8 +39,9 @@ class SessionStats:
     commands: int = 0
     blocked: int = 0
     timed_out: int = 0
-    ended_by: str = "agent"  # agent | time_limit | command_limit | agent_failure
+    ended_by: str = "agent"  # agent | time_limit | command_limit | agent_failure | lockout
     failure: str | None = None  # the agent's own failure (`AgentFailure`), when it ended so
+    lockout: AccessLoss | None = None  # the agent cut the harness off a node (`AccessLost`)
 
 
 class AgentSession:
@@ -103,10 +110,21 @@ class AgentSession:
                 message=decision.message_for_agent,
             )
         timeout = max(1.0, min(self.context.command_time_s, self.remaining_s))
-        recorded = await self.commands.run(node, action.command, phase="agent", source="agent", timeout=timeout)
+        try:
+            recorded = await self.commands.run(
+                node,
+                action.command,
+                phase="agent",
+                source="agent",
+                timeout=timeout,
+                idle_timeout=self.context.command_idle_s,
+            )
+        except HarnessError as exc:
+            return await self._transport_failure(node, action, exc)
         result = recorded.result
         if result.timed_out:
             self.stats.timed_out += 1
+            await self._still_reachable(node)
         if decision.action == "flag":
             await self._finding(
                 "safety",
@@ -135,6 +153,26 @@ class AgentSession:
             duration_ms=result.duration_ms,
             message="timed out" if result.timed_out else None,
         )
+
+    async def _transport_failure(self, node: LabNode, action: Action, exc: HarnessError) -> Observation:
+        """SSH failed while an agent command ran (its row is recorded with the error): a
+        transient drop lets the agent go on; a lockout the agent caused raises `AccessLost`;
+        anything else is the harness's fault and propagates."""
+        loss = await diagnose(node, exc)
+        if loss.agent_caused:
+            raise AccessLost(loss)
+        if not loss.recovered:
+            raise exc
+        message = "the connection dropped while the command ran (reconnected); its result is unknown"
+        return Observation(node.name, action.command, "", message, None, message=message)
+
+    async def _still_reachable(self, node: LabNode) -> None:
+        """After a timed-out agent command: a timeout is often the first sign the agent cut
+        the harness off (the reply never came back). Ask once; a lockout raises `AccessLost`."""
+        try:
+            await self.commands.run(node, "true", phase="agent", source="harness", timeout=15)
+        except HarnessError as exc:
+            await self._transport_failure(node, Action(node.name, "true"), exc)
 
     async def _finding(
         self, kind: str, category: str, summary: str, node: str, command_id: int | None, evidence: dict[str, object]
@@ -169,7 +207,11 @@ class AgentSession:
                     break
                 if action is None:
                     break
-                last = await self.step(action)
+                try:
+                    last = await self.step(action)
+                except AccessLost as exc:
+                    self.stats.ended_by, self.stats.failure, self.stats.lockout = "lockout", str(exc), exc.loss
+                    break
                 agent.observe(last)
         finally:
             await agent.close()

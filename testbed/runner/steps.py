@@ -13,15 +13,16 @@ import asyncio
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from testbed.analysis.residue import find_residue, record_residue
 from testbed.errors import HarnessError
-from testbed.hypervisor.lab import Lab
+from testbed.hypervisor.lab import Lab, LabNode
 from testbed.model.task import Step as SetupStep
 from testbed.model.vocab import Outcome, Phase, PhaseStatus, Residue, RunState, SnapshotPoint
 from testbed.runner.context import RunContext, RunLab
 from testbed.runner.events import ProvisionProgress
+from testbed.runner.lockout import AccessLoss, diagnose
 from testbed.runner.reboot import reboot_node
 from testbed.runner.session import AgentSession
 from testbed.runner.snapshots import snapshot_all
@@ -75,16 +76,48 @@ class Provision:
                     )
 
 
+async def note_lockout(ctx: RunContext, loss: AccessLoss) -> None:
+    """Remember that the agent cut the harness off `loss.node`: later steps reach it through
+    the guest agent when that answers, else not at all; the evidence goes on the run row."""
+    if loss.node in ctx.lockouts:
+        return
+    ctx.lockouts[loss.node] = loss
+    ctx.nodes[loss.node].access = "oob" if loss.oob_usable else "none"
+    await ctx.call(ctx.recorder.merge_config, "lockout", {loss.node: loss.to_json()})
+
+
+async def regain_access(ctx: RunContext, node: LabNode, fault: HarnessError) -> None:
+    """A harness command on `node` failed in transport after the agent phase: find out
+    why. Returns when the caller may try again (SSH came back, or the guest agent now
+    carries the node's commands) or should skip the node (`node.access == "none"`); a
+    fault outside the guest re-raises `fault`."""
+    if node.access != "ssh":
+        raise fault  # already on the out-of-band channel: nothing else to fall back to
+    loss = await diagnose(node, fault)
+    if loss.agent_caused:
+        await note_lockout(ctx, loss)
+    elif not loss.recovered:
+        raise fault
+
+
 @dataclass(frozen=True)
 class Snapshot:
-    """Snapshot every node at `point` (the first one also records each node's OS)."""
+    """Snapshot every node at `point` (the first one also records each node's OS). After
+    the agent, a node the agent cut off is snapshotted through its guest agent, or skipped
+    (and the phase says so) when nothing answers."""
 
     point: SnapshotPoint
     state: RunState | None = None
 
     async def run(self, ctx: RunContext) -> None:
-        async with ctx.phase(Phase.snapshot(self.point), self.state):
-            data = await snapshot_all(list(ctx.nodes.values()), ctx.commands, self.point)
+        async with ctx.phase(Phase.snapshot(self.point), self.state) as phase:
+            if self.point in (SnapshotPoint.BEFORE_SETUP, SnapshotPoint.AFTER_SETUP):
+                data = await snapshot_all(list(ctx.nodes.values()), ctx.commands, self.point)
+            else:
+                data = await self._after_agent(ctx)
+                skipped = sorted(set(ctx.nodes) - set(data))
+                if skipped:
+                    phase.close_as(PhaseStatus.OK, f"not taken on {', '.join(skipped)}: no channel answers")
             if self.point != SnapshotPoint.BEFORE_SETUP:
                 return
             for node, snap in data.items():
@@ -93,6 +126,22 @@ class Snapshot:
                 if release:
                     ctx.journal.os_release[node] = str(release)
                     await ctx.call(ctx.recorder.update_node, node, os_release=str(release))
+
+
+    async def _after_agent(self, ctx: RunContext) -> dict[str, dict[str, Any]]:
+        async def one(node: LabNode) -> dict[str, Any] | None:
+            for _attempt in (1, 2):
+                if node.access == "none":
+                    return None
+                try:
+                    return (await snapshot_all([node], ctx.commands, self.point))[node.name]
+                except HarnessError as exc:
+                    await regain_access(ctx, node, exc)
+            return None
+
+        nodes = list(ctx.nodes.values())
+        results = await asyncio.gather(*(one(n) for n in nodes))
+        return {n.name: r for n, r in zip(nodes, results, strict=True) if r is not None}
 
 
 @dataclass(frozen=True)
@@ -128,7 +177,11 @@ class AgentPhase:
         async with ctx.phase(Phase.AGENT, RunState.AGENT) as phase:
             session = AgentSession(ctx.nodes, ctx.commands, ctx.agent_context, ctx.policy)
             stats = ctx.result.stats = await session.drive(ctx.agent)
-            phase.close_as(PhaseStatus.OK, f"{stats.commands} commands; ended by {stats.ended_by}")
+            detail = f"{stats.commands} commands; ended by {stats.ended_by}"
+            if stats.lockout is not None:
+                await note_lockout(ctx, stats.lockout)
+                detail += f": {stats.lockout.reason}"
+            phase.close_as(PhaseStatus.OK, detail)
 
 
 @dataclass(frozen=True)
@@ -138,7 +191,10 @@ class Verify:
     async def run(self, ctx: RunContext) -> None:
         async with ctx.phase(Phase.VERIFY):
             checks = ctx.request.task.definition.checks
-            ctx.result.checks = await verify(checks, ctx.nodes, ctx.commands, SnapshotPoint.AFTER_AGENT)
+            point = SnapshotPoint.AFTER_AGENT
+            ctx.result.checks = await verify(
+                checks, ctx.nodes, ctx.commands, point, on_lost=lambda n, e: regain_access(ctx, n, e)
+            )
 
 
 @dataclass(frozen=True)
@@ -151,9 +207,12 @@ class PersistenceCheck:
         persist = [c for c in ctx.request.task.definition.checks if c.persist]
         if not persist:
             return
-        if any(r.status == "failed" for r in ctx.result.checks):
+        why = "a check already failed after the agent" if any(r.status == "failed" for r in ctx.result.checks) else None
+        if ctx.lockouts:
+            why = "the agent cut management access: the run has failed"
+        if why is not None:
             async with ctx.phase(Phase.REBOOT) as phase:
-                phase.close_as(PhaseStatus.SKIPPED, "a check already failed after the agent")
+                phase.close_as(PhaseStatus.SKIPPED, why)
             return
         nodes = list(ctx.nodes.values())
         async with ctx.phase(Phase.REBOOT, RunState.REBOOT):
@@ -167,12 +226,16 @@ class PersistenceCheck:
 class Conclude:
     """The outcome from the checks: `passed`, `failed`, or `error` when some check could
     not be decided and none failed; `failed` with the reason whatever the checks say when
-    the agent failed by itself (`AgentFailure`)."""
+    the agent failed by itself (`AgentFailure`) or cut the harness off a node (the first
+    lockout's reason, "agent cut management access: …")."""
 
     async def run(self, ctx: RunContext) -> None:
         ctx.result.outcome, ctx.result.error = outcome_of(ctx.result.checks)
         stats = ctx.result.stats
-        if stats is not None and stats.failure is not None:
+        if ctx.lockouts:
+            first = next(iter(ctx.lockouts.values()))
+            ctx.result.outcome, ctx.result.error = Outcome.FAILED, first.reason
+        elif stats is not None and stats.failure is not None:
             ctx.result.outcome, ctx.result.error = Outcome.FAILED, f"agent failed: {stats.failure}"
 
 

@@ -5,17 +5,22 @@ Each check runs its command on its node (recorded with phase `verify`) and is:
   and no status, or when neither is given) and the output pattern, if any, is found in
   stdout (multiline regex search);
 - `failed` when the command ran to completion and either condition does not hold;
-- `indeterminate` when the verifier could not decide: the check command timed out.
-A transport failure is a harness error, raised to the runner (the run ends as `error`).
+- `indeterminate` when the verifier could not decide: the check command timed out, or its
+  node cannot be reached at all (the agent cut SSH and the guest agent does not answer).
+A transport failure goes to `on_lost` (the runner's lockout diagnosis), which either lets
+the check run again (through the guest agent, or SSH that came back) or re-raises it as a
+harness error (the run ends as `error`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from testbed.errors import HarnessError
 from testbed.hypervisor.lab import LabNode
 from testbed.model.task import Check
 from testbed.runner.recording import CommandRecorder
@@ -43,8 +48,29 @@ def judge(check: Check, exit_code: int | None, stdout: str, timed_out: bool) -> 
     return "passed", "exit status and output as expected"
 
 
-async def run_check(check: Check, node: LabNode, commands: CommandRecorder, point: str) -> CheckResult:
-    recorded = await commands.run(node, check.command, phase="verify", source="harness", timeout=check.timeout_s)
+OnLost = Callable[[LabNode, HarnessError], Awaitable[None]]
+"""Called with a node and the transport failure a check met on it (see module docstring)."""
+
+
+async def _reraise(_node: LabNode, fault: HarnessError) -> None:
+    raise fault
+
+
+async def run_check(
+    check: Check, node: LabNode, commands: CommandRecorder, point: str, on_lost: OnLost = _reraise
+) -> CheckResult:
+    for _attempt in (1, 2):
+        if node.access == "none":
+            return await _record(check, node, commands, point, "indeterminate", _UNREACHABLE)
+        try:
+            recorded = await commands.run(
+                node, check.command, phase="verify", source="harness", timeout=check.timeout_s
+            )
+            break
+        except HarnessError as exc:
+            await on_lost(node, exc)
+    else:
+        return await _record(check, node, commands, point, "indeterminate", _UNREACHABLE)
     result = recorded.result
     status, reason = judge(check, result.exit_code, result.stdout, result.timed_out)
     detail = {
@@ -59,6 +85,17 @@ async def run_check(check: Check, node: LabNode, commands: CommandRecorder, poin
         "stderr": result.stderr[-EVIDENCE_CHARS:],
         "timed_out": result.timed_out,
     }
+    return await _record(check, node, commands, point, status, detail)
+
+
+_UNREACHABLE = "node unreachable: the agent cut management access and the guest agent does not answer"
+
+
+async def _record(
+    check: Check, node: LabNode, commands: CommandRecorder, point: str, status: str, detail: dict[str, Any] | str
+) -> CheckResult:
+    if isinstance(detail, str):
+        detail = {"reason": detail, "node": node.name, "command": check.command}
     await asyncio.to_thread(
         commands.recorder.record_check,
         check.id,
@@ -72,10 +109,10 @@ async def run_check(check: Check, node: LabNode, commands: CommandRecorder, poin
 
 
 async def verify(
-    checks: list[Check], nodes: dict[str, LabNode], commands: CommandRecorder, point: str
+    checks: list[Check], nodes: dict[str, LabNode], commands: CommandRecorder, point: str, on_lost: OnLost = _reraise
 ) -> list[CheckResult]:
     """Run `checks` one after another (checks may depend on shared state, so not in parallel)."""
-    return [await run_check(c, nodes[c.node], commands, point) for c in checks]
+    return [await run_check(c, nodes[c.node], commands, point, on_lost) for c in checks]
 
 
 def outcome_of(results: list[CheckResult]) -> tuple[str, str | None]:

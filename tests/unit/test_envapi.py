@@ -82,6 +82,8 @@ diagnostic_patterns = ["systemctl\\\\s+status"]
 
 
 class FakeNode:
+    access = "ssh"
+    hypervisor = None
     def __init__(self, name: str) -> None:
         self.name = name
         self.image = SimpleNamespace(name="debian-12")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 
 from testbed.guest.capture import BoundedCapture
+from testbed.guest.channel import _PidMarker
 from testbed.guest.dialects import dialect_for, kill_group_command
-from testbed.guest.ssh import _PidMarker
 
 
 def test_capture_keeps_head_and_tail() -> None:

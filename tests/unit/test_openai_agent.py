@@ -120,6 +120,8 @@ class FakeOpenAI:
 
 class FakeNode:
     """Duck-typed `LabNode`: `broken` until `fix-service` runs."""
+    access = "ssh"
+    hypervisor = None
 
     def __init__(self, name: str, state: dict[str, Any]) -> None:
         self.name = name

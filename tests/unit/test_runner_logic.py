@@ -26,6 +26,8 @@ from testbed.runner.verify import CheckResult, judge, outcome_of
 
 class FakeNode:
     """Stands in for LabNode: runs nothing, answers from a script, records what it got."""
+    access = "ssh"
+    hypervisor = None
 
     def __init__(self, name: str, delay: float = 0.0) -> None:
         self.name = name

@@ -93,3 +93,28 @@ def test_dead_connection_is_reopened_for_lookups() -> None:
             assert hv.reconnects == 1 and hv.conn is not old
 
     asyncio.run(scenario())
+
+
+def test_stop_events_say_how_a_domain_ended() -> None:
+    """libvirt's lifecycle events (through the event loop thread) are remembered per domain:
+    the only record of how a transient domain stopped once it is gone."""
+    import time
+
+    async def scenario() -> None:
+        async with Hypervisor("test:///default") as hv:
+            dom = hv.conn.lookupByName("test")
+            dom.destroy()
+            deadline = time.monotonic() + 5
+            while hv.events.last_stop("test") is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            stop = hv.events.last_stop("test")
+            assert stop is not None and stop.kind == "destroyed"
+            status = await hv.domain_status("test")
+            assert (status.state, status.reason) == ("shutoff", "destroyed")
+            dom.create()
+            deadline = time.monotonic() + 5
+            while hv.events.last_stop("test") is not None and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert hv.events.last_stop("test") is None  # a start clears it
+
+    asyncio.run(scenario())

@@ -58,6 +58,8 @@ expect_output = "^active$"
 
 
 class FakeNode:
+    access = "ssh"
+    hypervisor = None
     def __init__(self, name: str, lab: FakeLab) -> None:
         self.name = name
         self.lab = lab
