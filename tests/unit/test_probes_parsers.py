@@ -26,7 +26,7 @@ from testbed.probes.parsers import (
     parse_stat_lines,
     sysctl_ignored,
 )
-from testbed.probes.testing import FIXTURE_NONCE, render_snapshot, snapshot_from_dir
+from testbed.testing.snapshots import FIXTURE_NONCE, render_snapshot, snapshot_from_dir
 
 FIXTURES = Path(__file__).parent / "fixtures" / "probes"
 

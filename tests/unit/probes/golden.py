@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.probes import parse_snapshot
-from testbed.probes.testing import FIXTURE_NONCE, load_fixture_dir, render_snapshot, snapshot_from_dir
+from testbed.testing.snapshots import FIXTURE_NONCE, load_fixture_dir, render_snapshot, snapshot_from_dir
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes"
 GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "parsers_golden.json"

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
-from testbed.db.recorder import Database, RunRecorder
+from sqlalchemy.orm import Session
+
+from testbed.db.queries import run_detail
+from testbed.db.recorder import Database, RunRecorder, engine_of
 from testbed.db.records import CommandRecord
 from testbed.db.types import utcnow
 
@@ -145,13 +148,6 @@ def record_sample_run(
 def check_sample_run(db: Database, run_id: str) -> None:
     """Read back a run written by `record_sample_run(outcome="passed")` and raise
     `AssertionError` on the first difference (used by the SQLite and PostgreSQL tests)."""
-    from datetime import UTC
-
-    from sqlalchemy.orm import Session
-
-    from testbed.db.queries import run_detail
-    from testbed.db.recorder import engine_of
-
     with Session(engine_of(db)) as session:
         d = run_detail(session, run_id)
     r = d.run
