@@ -7,7 +7,7 @@ the hand-written outputs of the parser tests (forged markers, diagnostics, fallb
 garbage). `golden_outputs()` parses them; `record()` writes the result to `GOLDEN`, which
 was recorded on the code before the parsers became a package.
 
-Run ``python -m tests.unit.probes.golden`` to re-record (only for an intended change of
+Run ``python -m tests.unit.probes.parsers.golden`` to re-record (only for an intended change of
 parser output, named in the commit).
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 
 from testbed.probes import parse_snapshot
 from testbed.testing.snapshots import FIXTURE_NONCE, load_fixture_dir, render_snapshot, snapshot_from_dir
+from tests.unit.probes.parsers.recorded import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probes"
-GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "parsers_golden.json"
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "parsers_golden.json"
 N = FIXTURE_NONCE
 
 

@@ -1,5 +1,5 @@
 """The parsers' output on every recorded snapshot is byte-identical to the golden file
-recorded before `testbed.probes.parsers` became a package (see tests/unit/probes/golden.py)."""
+recorded before `testbed.probes.parsers` became a package (see golden.py beside this file)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.unit.probes.golden import GOLDEN, dump, golden_inputs, golden_output, golden_outputs
+from tests.unit.probes.parsers.golden import GOLDEN, dump, golden_inputs, golden_output, golden_outputs
 
 
 @pytest.fixture(scope="module")
