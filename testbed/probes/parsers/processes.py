@@ -4,6 +4,7 @@ script itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from testbed.probes.parsers.formats import split_ws
@@ -16,12 +17,13 @@ def _is_kernel_thread(pid: int, ppid: int, command: str) -> bool:
     return bracketed and (ppid == 2 or (pid == 2 and ppid == 0))
 
 
-def _descendants(root: int, parent: dict[int, int]) -> set[int]:
-    """Pids of *root* and everything below it in the process tree."""
+def descendants(roots: Iterable[int], parent: Mapping[int, int]) -> set[int]:
+    """Pids of *roots* and everything below them in the process tree (*parent*: pid ->
+    ppid); residue analysis uses it too."""
     children: dict[int, list[int]] = {}
     for pid, ppid in parent.items():
         children.setdefault(ppid, []).append(pid)
-    seen, todo = {root}, [root]
+    seen, todo = set(roots), list(roots)
     while todo:
         for child in children.get(todo.pop(), []):
             if child not in seen:
@@ -45,7 +47,7 @@ def parse_processes(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dic
         rows.append({"pid": int(parts[0]), "ppid": int(parts[1]), "user": parts[2], "command": parts[3]})
     own: set[int] = set()
     if ctx.script_pid is not None:
-        own = _descendants(ctx.script_pid, {r["pid"]: r["ppid"] for r in rows})
+        own = descendants({ctx.script_pid}, {r["pid"]: r["ppid"] for r in rows})
     kthreads = {r["pid"] for r in rows if _is_kernel_thread(r["pid"], r["ppid"], r["command"])}
     kept = [r for r in rows if r["pid"] not in own and r["pid"] not in kthreads]
     return {

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from testbed.probes.parsers.processes import descendants
+
 
 def test_debian_processes_exclude_kernel_threads_and_the_probe(debian: dict[str, Any]) -> None:
     procs = debian["processes"]
@@ -29,3 +31,11 @@ def test_alpine_busybox_processes(alpine: dict[str, Any]) -> None:
     assert "unparsed" not in procs
     redis = next(p for p in procs["processes"] if p["pid"] == 2610)
     assert redis["user"] == "redis" and redis["command"] == "/usr/bin/redis-server 127.0.0.1:6379"
+
+
+def test_descendants_of_several_roots_and_a_looping_table() -> None:
+    parent = {1: 0, 10: 1, 11: 10, 12: 11, 20: 1, 21: 20, 30: 0}
+    assert descendants({10}, parent) == {10, 11, 12}
+    assert descendants({11, 20}, parent) == {11, 12, 20, 21}
+    assert descendants({99}, parent) == {99}
+    assert descendants({5}, {5: 6, 6: 5}) == {5, 6}  # a corrupt table does not loop forever
