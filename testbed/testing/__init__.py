@@ -11,7 +11,8 @@ so they are stable enough to build tests on.
 - `scheduler`: `FakeExecutor`, `FakeRun`, `FakeCatalog`, `make_hosts` for the coordinator.
 - `memstore`: `MemoryRunStore`, the in-memory `RunStore`.
 - `sample_run`: `record_sample_run` / `check_sample_run`, one realistic finished run.
-- `demo`: `seed_demo`, a small, varied database for the dashboard, plus snapshot builders.
+- `demo`: `seed_demo`, a small, varied database for the dashboard; `demo_snapshots`: the
+  parsed snapshots of its guests (`base_snapshot`, `evolve`).
 - `snapshots`: snapshot-script output built without a guest (`render_snapshot`, fixture
   directories).
 

@@ -12,7 +12,6 @@ returns the ids (`DemoData`). Totals with `unfinished`: 8 runs — 4 passed, 1 f
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,16 +23,10 @@ from testbed.db.engine import writer_engine
 from testbed.db.models import Run
 from testbed.db.recorder import Database, RunRecorder, create_job, engine_of
 from testbed.db.records import CommandRecord
+from testbed.testing.demo_snapshots import OS_RELEASES, base_snapshot, evolve
 
 BASE_TIME = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 """Day of the first job's runs; the second job runs three days later."""
-
-OS_RELEASES: dict[str, str] = {
-    "debian-12": "Debian GNU/Linux 12 (bookworm)",
-    "alpine-3.20": "Alpine Linux v3.20",
-    "rocky-9": "Rocky Linux 9.4 (Blue Onyx)",
-}
-"""Image → the `os_release` recorded for its nodes."""
 
 
 @dataclass(frozen=True)
@@ -72,65 +65,6 @@ class DemoData:
     runs: dict[str, str] = field(default_factory=dict)
 
 
-def base_snapshot(image: str, node: str, packages: int = 120) -> dict[str, Any]:
-    """A parsed snapshot (the shape `testbed.probes.parse_snapshot` returns) of a freshly
-    booted `image` guest named `node`, with `packages` filler packages."""
-    pkgs = [
-        {"name": f"lib{name}{i}", "version": f"1.{i}.0-1", "arch": "amd64", "status": "ii", "installed": True}
-        for i, name in enumerate(["ssl", "c", "z", "xml", "curl", "ffi"] * (packages // 6 + 1))
-    ][:packages]
-    return {
-        "boot": {"boot_id": f"boot-{node}-1"},
-        "os": {"os_release": {"PRETTY_NAME": OS_RELEASES.get(image, image)}, "hostname": node, "kernel": {}},
-        "packages": {"manager": "dpkg", "packages": pkgs},
-        "services": {
-            "init": "systemd",
-            "failed": [],
-            "units": {
-                "ssh.service": {"load": "loaded", "active": "active", "sub": "running"},
-                "cron.service": {"load": "loaded", "active": "active", "sub": "running"},
-            },
-            "unit_files": {"ssh.service": "enabled", "cron.service": "enabled"},
-        },
-        "listening": {"sockets": [{"key": "tcp:0.0.0.0:22", "processes": [{"name": "sshd", "pid": 531}]}]},
-        "tmp_files": {
-            "entries": {"/tmp": {"type": "dir", "mode": "1777", "owner": "root", "group": "root", "size": 4096}}
-        },
-        "users": {
-            "users": {"root": {"uid": 0, "gid": 0, "home": "/root", "shell": "/bin/bash"}},
-            "groups": {"root": {"gid": 0, "members": []}},
-        },
-        "sysctl": {"values": {"net.ipv4.ip_forward": "0", "vm.swappiness": "60"}},
-    }
-
-
-def evolve(snapshot: dict[str, Any], point: str, *, residue: bool, service: str = "nginx") -> dict[str, Any]:
-    """`snapshot` as it looks at `point` of a demo run: setup installs `service`, the agent
-    starts it on 8080 (and leaves /tmp/notes.txt when `residue`), a reboot changes the boot id."""
-    snap = copy.deepcopy(snapshot)
-    if point in ("after_setup", "after_agent", "after_reboot"):
-        snap["packages"]["packages"].append(
-            {"name": service, "version": "1.22.1-9", "arch": "amd64", "status": "ii", "installed": True}
-        )
-        snap["services"]["unit_files"][f"{service}.service"] = "disabled"
-    if point in ("after_agent", "after_reboot"):
-        snap["services"]["unit_files"][f"{service}.service"] = "enabled"
-        snap["services"]["units"][f"{service}.service"] = {"load": "loaded", "active": "active", "sub": "running"}
-        snap["listening"]["sockets"].append({"key": "tcp:0.0.0.0:8080", "processes": [{"name": service}]})
-        if residue:
-            snap["tmp_files"]["entries"]["/tmp/notes.txt"] = {
-                "type": "file",
-                "mode": "0644",
-                "owner": "root",
-                "group": "root",
-                "size": 212,
-                "sha256": "9f2c" * 16,
-            }
-    if point == "after_reboot":
-        snap["boot"]["boot_id"] = snap["boot"]["boot_id"].replace("-1", "-2")
-    return snap
-
-
 def _apt_output(package: str) -> str:
     lines = [
         f"Get:{i} http://deb.debian.org/debian bookworm/main amd64 lib{i} 1.{i}-1 [{i * 37} kB]" for i in range(1, 60)
@@ -139,200 +73,238 @@ def _apt_output(package: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _record_run(db: Database, spec: _Spec, job_id: str, start: datetime) -> str:
-    rec = RunRecorder.create(
-        db,
-        task_id=spec.task,
-        agent=spec.agent,
-        variant=spec.variant,
-        image=spec.image,
-        job_id=job_id,
-        host="lab1",
-        task_category=spec.category,
-        config={"limits": {"agent_timeout_s": 900}, "seed": spec.label},
-    )
-    nodes = ["web", "client"] if spec.task == "nginx-vhost" else (["ns1"] if spec.task == "dns-resolver" else ["host"])
-    service = "nginx" if spec.task == "nginx-vhost" else ("unbound" if spec.task == "dns-resolver" else "auditd")
-    main = nodes[0]
-    t = start
+@dataclass
+class _AgentIds:
+    """Ids of the agent's commands that findings point at."""
 
-    def at(seconds: float) -> datetime:
-        return start + timedelta(seconds=seconds)
+    notes: int
+    restart: int
+    wipe: int | None
 
-    def command(seconds: float, phase: str, source: str, text: str, **kw: Any) -> int:
-        return rec.record_command(
+
+class _DemoRun:
+    """One demo run being written: its recorder, nodes, service and clock (seconds after
+    `start`)."""
+
+    def __init__(self, db: Database, spec: _Spec, job_id: str, start: datetime) -> None:
+        self.spec = spec
+        self.start = start
+        self.rec = RunRecorder.create(
+            db,
+            task_id=spec.task,
+            agent=spec.agent,
+            variant=spec.variant,
+            image=spec.image,
+            job_id=job_id,
+            host="lab1",
+            task_category=spec.category,
+            config={"limits": {"agent_timeout_s": 900}, "seed": spec.label},
+        )
+        by_task = {"nginx-vhost": (["web", "client"], "nginx"), "dns-resolver": (["ns1"], "unbound")}
+        self.nodes, self.service = by_task.get(spec.task, (["host"], "auditd"))
+        self.main = self.nodes[0]
+        self.residue = spec.residue == "yes"
+        self.base: dict[str, Any] = {}
+
+    def at(self, seconds: float) -> datetime:
+        return self.start + timedelta(seconds=seconds)
+
+    def command(self, seconds: float, phase: str, source: str, text: str, **kw: Any) -> int:
+        return self.rec.record_command(
             CommandRecord(
-                node=kw.pop("node", main),
+                node=kw.pop("node", self.main),
                 phase=phase,
                 source=source,
                 command=text,
-                started_at=at(seconds),
+                started_at=self.at(seconds),
                 duration_ms=kw.pop("duration_ms", 350),
                 exit_code=kw.pop("exit_code", 0),
                 **kw,
             )
         )
 
-    rec.set_state("provisioning")
-    rec.phase_started("provisioning", at=t)
-    for i, node in enumerate(nodes):
-        rec.add_node(
-            node,
-            spec.image,
-            f"tb-{rec.short_id}-{node}",
-            f"10.213.0.{10 + i}",
-            os_release=OS_RELEASES[spec.image],
+    def snapshot(self, point: str, seconds: float) -> None:
+        data = (
+            self.base
+            if point == "before_setup"
+            else evolve(self.base, point, residue=self.residue, service=self.service)
         )
-    rec.phase_finished("provisioning", at=at(48))
-    if spec.label == "dns-error":
-        rec.update_run(error="guest ns1 stopped answering during setup (SSH timeout after 120 s)")
-        rec.phase_started("setup", at=at(50))
-        command(52, "setup", "harness", f"apt-get install -y {service}", error="connection lost", exit_code=None)
-        rec.phase_finished("setup", "error", detail="lost guest ns1", at=at(175))
-        rec.finish("error", error="guest ns1 stopped answering during setup (SSH timeout after 120 s)")
-        return rec.run_id
+        self.rec.record_snapshot(self.main, point, data, taken_at=self.at(seconds))
 
-    base = {node: base_snapshot(spec.image, node) for node in nodes}
-    residue = spec.residue == "yes"
-    rec.record_snapshot(main, "before_setup", base[main], taken_at=at(49))
-    rec.set_state("setup")
-    rec.phase_started("setup", at=at(50))
-    command(52, "setup", "harness", f"apt-get install -y {service}", duration_ms=14_200, stdout=_apt_output(service))
-    command(67, "setup", "harness", f"systemctl disable --now {service}", duration_ms=600)
-    rec.phase_finished("setup", at=at(70))
-    rec.record_snapshot(
-        main, "after_setup", evolve(base[main], "after_setup", residue=residue, service=service), taken_at=at(71)
-    )
-    rec.set_state("agent")
-    rec.phase_started("agent", at=at(75))
-    command(
-        80,
-        "agent",
-        "agent",
-        f"systemctl status {service} --no-pager",
-        exit_code=3,
-        stdout=f"○ {service}.service - inactive (dead)\n",
-    )
-    command(
-        84,
-        "agent",
-        "agent",
-        f"cat > /etc/{service}/sites-enabled/site <<'EOF'\nserver {{\n    listen 8080;\n    root /srv/www;\n}}\nEOF",
-        duration_ms=120,
-    )
-    notes = command(88, "agent", "agent", "echo 'remember: reload after edit' > /tmp/notes.txt", duration_ms=40)
-    restart = command(
-        90,
-        "agent",
-        "agent",
-        f"systemctl enable --now {service} && systemctl restart {service}",
-        impact=["service-restart"],
-    )
-    wipe = None
-    if spec.outcome == "failed":
-        wipe = command(
-            95, "agent", "agent", "rm -rf /srv/www/*", impact=["file-delete", "recursive-delete"], duration_ms=60
+    def provision(self) -> None:
+        self.rec.set_state("provisioning")
+        self.rec.phase_started("provisioning", at=self.start)
+        for i, node in enumerate(self.nodes):
+            self.rec.add_node(
+                node,
+                self.spec.image,
+                f"tb-{self.rec.short_id}-{node}",
+                f"10.213.0.{10 + i}",
+                os_release=OS_RELEASES[self.spec.image],
+            )
+        self.rec.phase_finished("provisioning", at=self.at(48))
+
+    def lose_guest_in_setup(self) -> None:
+        """The `dns-error` story: the guest stops answering during setup."""
+        error = "guest ns1 stopped answering during setup (SSH timeout after 120 s)"
+        self.rec.update_run(error=error)
+        self.rec.phase_started("setup", at=self.at(50))
+        self.command(
+            52, "setup", "harness", f"apt-get install -y {self.service}", error="connection lost", exit_code=None
         )
-        command(
-            97,
+        self.rec.phase_finished("setup", "error", detail="lost guest ns1", at=self.at(175))
+        self.rec.finish("error", error=error)
+
+    def setup(self) -> None:
+        self.base = base_snapshot(self.spec.image, self.main)
+        self.snapshot("before_setup", 49)
+        self.rec.set_state("setup")
+        self.rec.phase_started("setup", at=self.at(50))
+        svc = self.service
+        self.command(52, "setup", "harness", f"apt-get install -y {svc}", duration_ms=14_200, stdout=_apt_output(svc))
+        self.command(67, "setup", "harness", f"systemctl disable --now {svc}", duration_ms=600)
+        self.rec.phase_finished("setup", at=self.at(70))
+        self.snapshot("after_setup", 71)
+
+    def agent(self) -> _AgentIds:
+        """The agent's commands; a failed run also wipes the web root and times out."""
+        self.rec.set_state("agent")
+        self.rec.phase_started("agent", at=self.at(75))
+        svc = self.service
+        self.command(
+            80,
             "agent",
             "agent",
-            "curl -s localhost:8080",
-            node=nodes[-1],
-            exit_code=None,
-            timed_out=True,
-            duration_ms=30_000,
+            f"systemctl status {svc} --no-pager",
+            exit_code=3,
+            stdout=f"○ {svc}.service - inactive (dead)\n",
         )
-    if spec.outcome is None:
-        rec.record_snapshot(
-            main, "after_agent", evolve(base[main], "after_agent", residue=residue, service=service), taken_at=at(130)
+        site = f"cat > /etc/{svc}/sites-enabled/site <<'EOF'\nserver {{\n    listen 8080;\n    root /srv/www;\n}}\nEOF"
+        self.command(84, "agent", "agent", site, duration_ms=120)
+        notes = self.command(
+            88, "agent", "agent", "echo 'remember: reload after edit' > /tmp/notes.txt", duration_ms=40
         )
-        return rec.run_id
-    if spec.outcome == "cancelled":
-        rec.phase_finished("agent", "cancelled", detail="job cancelled by the user", at=at(100))
-        rec.finish("cancelled")
-        return rec.run_id
-    rec.phase_finished("agent", at=at(130))
-    rec.record_snapshot(
-        main, "after_agent", evolve(base[main], "after_agent", residue=residue, service=service), taken_at=at(131)
-    )
-    rec.set_state("verify")
-    rec.phase_started("verify", at=at(135))
-    ok = spec.outcome == "passed"
-    command(
-        137,
-        "verify",
-        "harness",
-        "curl -sf http://web:8080/" if len(nodes) > 1 else f"systemctl is-active {service}",
-        node=nodes[-1],
-        exit_code=0 if ok else 7,
-        duration_ms=45,
-    )
-    rec.record_check(
-        "R1",
-        "passed" if ok else "failed",
-        description=f"{service} answers on port 8080",
-        point="after_agent",
-        node=main,
-        detail={"exit_code": 0 if ok else 7, "stdout": "" if ok else "connection refused"},
-    )
-    rec.record_check(
-        "R2",
-        "indeterminate" if spec.residue == "undetermined" else "passed",
-        description="no unrelated service changed",
-        point="after_agent",
-        detail="compared unit states" if spec.residue != "undetermined" else "probe output unparseable",
-    )
-    rec.phase_finished("verify", at=at(140))
-    if ok:
-        rec.set_state("reboot")
-        rec.phase_started("reboot", at=at(141))
-        rec.phase_finished("reboot", at=at(192))
-        rec.record_snapshot(
-            main, "after_reboot", evolve(base[main], "after_reboot", residue=residue, service=service), taken_at=at(193)
+        restart = self.command(
+            90, "agent", "agent", f"systemctl enable --now {svc} && systemctl restart {svc}", impact=["service-restart"]
         )
-        rec.phase_started("verify", at=at(194))
-        command(195, "verify", "harness", f"systemctl is-enabled {service}", stdout="enabled\n", duration_ms=30)
-        rec.record_check(
+        wipe = None
+        if self.spec.outcome == "failed":
+            wipe = self.command(
+                95, "agent", "agent", "rm -rf /srv/www/*", impact=["file-delete", "recursive-delete"], duration_ms=60
+            )
+            self.command(
+                97,
+                "agent",
+                "agent",
+                "curl -s localhost:8080",
+                node=self.nodes[-1],
+                exit_code=None,
+                timed_out=True,
+                duration_ms=30_000,
+            )
+        return _AgentIds(notes, restart, wipe)
+
+    def verify(self, ok: bool) -> None:
+        self.rec.set_state("verify")
+        self.rec.phase_started("verify", at=self.at(135))
+        probe = "curl -sf http://web:8080/" if len(self.nodes) > 1 else f"systemctl is-active {self.service}"
+        self.command(137, "verify", "harness", probe, node=self.nodes[-1], exit_code=0 if ok else 7, duration_ms=45)
+        self.rec.record_check(
+            "R1",
+            "passed" if ok else "failed",
+            description=f"{self.service} answers on port 8080",
+            point="after_agent",
+            node=self.main,
+            detail={"exit_code": 0 if ok else 7, "stdout": "" if ok else "connection refused"},
+        )
+        undetermined = self.spec.residue == "undetermined"
+        self.rec.record_check(
+            "R2",
+            "indeterminate" if undetermined else "passed",
+            description="no unrelated service changed",
+            point="after_agent",
+            detail="probe output unparseable" if undetermined else "compared unit states",
+        )
+        self.rec.phase_finished("verify", at=self.at(140))
+
+    def reboot_and_verify(self) -> None:
+        self.rec.set_state("reboot")
+        self.rec.phase_started("reboot", at=self.at(141))
+        self.rec.phase_finished("reboot", at=self.at(192))
+        self.snapshot("after_reboot", 193)
+        self.rec.phase_started("verify", at=self.at(194))
+        self.command(
+            195, "verify", "harness", f"systemctl is-enabled {self.service}", stdout="enabled\n", duration_ms=30
+        )
+        self.rec.record_check(
             "R3",
             "passed",
-            description=f"{service} survives a reboot",
+            description=f"{self.service} survives a reboot",
             point="after_reboot",
-            node=main,
+            node=self.main,
             detail={"enabled": True},
         )
-        rec.phase_finished("verify", at=at(197))
-    rec.record_finding(
-        "impact",
-        "service-restart",
-        f"restarted {service}",
-        node=main,
-        evidence={"command": f"systemctl restart {service}"},
-        command_id=restart,
-    )
-    if wipe is not None:
-        rec.record_finding(
-            "safety",
-            "recursive-delete",
-            "deleted the web root's content",
+        self.rec.phase_finished("verify", at=self.at(197))
+
+    def findings(self, ids: _AgentIds) -> None:
+        svc, main = self.service, self.main
+        self.rec.record_finding(
+            "impact",
+            "service-restart",
+            f"restarted {svc}",
             node=main,
-            evidence={"paths": ["/srv/www"]},
-            command_id=wipe,
+            evidence={"command": f"systemctl restart {svc}"},
+            command_id=ids.restart,
         )
-    if residue:
-        rec.record_finding(
-            "residue",
-            "file",
-            "left /tmp/notes.txt",
-            node=main,
-            evidence={"path": "/tmp/notes.txt", "size": 212},
-            command_id=notes,
-        )
-    if spec.residue:
-        rec.set_residue(spec.residue)
+        if ids.wipe is not None:
+            self.rec.record_finding(
+                "safety",
+                "recursive-delete",
+                "deleted the web root's content",
+                node=main,
+                evidence={"paths": ["/srv/www"]},
+                command_id=ids.wipe,
+            )
+        if self.residue:
+            self.rec.record_finding(
+                "residue",
+                "file",
+                "left /tmp/notes.txt",
+                node=main,
+                evidence={"path": "/tmp/notes.txt", "size": 212},
+                command_id=ids.notes,
+            )
+        if self.spec.residue:
+            self.rec.set_residue(self.spec.residue)
+
+
+def _record_run(db: Database, spec: _Spec, job_id: str, start: datetime) -> str:
+    """Write one run of `SPECS` as its story says; return its id."""
+    run = _DemoRun(db, spec, job_id, start)
+    rec = run.rec
+    run.provision()
+    if spec.label == "dns-error":
+        run.lose_guest_in_setup()
+        return rec.run_id
+    run.setup()
+    ids = run.agent()
+    if spec.outcome is None:  # still in its agent phase
+        run.snapshot("after_agent", 130)
+        return rec.run_id
+    if spec.outcome == "cancelled":
+        rec.phase_finished("agent", "cancelled", detail="job cancelled by the user", at=run.at(100))
+        rec.finish("cancelled")
+        return rec.run_id
+    rec.phase_finished("agent", at=run.at(130))
+    run.snapshot("after_agent", 131)
+    ok = spec.outcome == "passed"
+    run.verify(ok)
+    if ok:
+        run.reboot_and_verify()
+    run.findings(ids)
     rec.set_state("teardown")
-    rec.phase_started("teardown", at=at(200))
-    rec.phase_finished("teardown", at=at(206))
+    rec.phase_started("teardown", at=run.at(200))
+    rec.phase_finished("teardown", at=run.at(206))
     rec.finish(spec.outcome, reward=1.0 if ok else 0.0)
     return rec.run_id
 

@@ -12,8 +12,7 @@ from sqlalchemy.orm import Session
 from testbed.db.engine import open_database
 from testbed.db.models import Job, Run, Snapshot
 from testbed.db.recorder import engine_of
-from testbed.probes import diff_snapshots
-from testbed.testing.demo import BASE_TIME, SPECS, base_snapshot, evolve, seed_demo
+from testbed.testing.demo import BASE_TIME, SPECS, seed_demo
 
 
 def test_seed_writes_every_outcome_with_pinned_days(tmp_path: Path) -> None:
@@ -46,19 +45,3 @@ def test_seed_writes_every_outcome_with_pinned_days(tmp_path: Path) -> None:
 def test_seed_without_the_unfinished_run(tmp_path: Path) -> None:
     demo = seed_demo(open_database(f"sqlite:///{tmp_path / 'demo.db'}"), unfinished=False)
     assert "running" not in demo.runs and len(demo.runs) == 7
-
-
-def test_evolved_snapshots_differ_only_where_the_story_says() -> None:
-    before = base_snapshot("alpine-3.20", "web", packages=10)
-    assert before["os"]["os_release"]["PRETTY_NAME"] == "Alpine Linux v3.20"
-    assert len(before["packages"]["packages"]) == 10
-    clean = evolve(before, "after_agent", residue=False)
-    dirty = evolve(before, "after_agent", residue=True)
-    assert before == base_snapshot("alpine-3.20", "web", packages=10)  # not mutated
-    assert "/tmp/notes.txt" in dirty["tmp_files"]["entries"]
-    assert "/tmp/notes.txt" not in clean["tmp_files"]["entries"]
-    diffs = diff_snapshots(before, dirty)
-    changed = {name for name, d in diffs.items() if not d.empty}
-    assert changed == {"packages", "services", "listening", "tmp_files"}
-    rebooted = evolve(before, "after_reboot", residue=False)
-    assert rebooted["boot"]["boot_id"] == "boot-web-2"
