@@ -30,7 +30,7 @@ import httpx
 from testbed.db.migrate import upgrade
 from testbed.db.models import new_id
 from testbed.server.dashboard import create_app
-from testbed.server.dashboard.demo import OS_RELEASES, base_snapshot, evolve
+from testbed.testing.demo_snapshots import OS_RELEASES, base_snapshot, evolve
 
 GOAL_MS = 300.0
 CATEGORIES = ("web", "network", "security", "storage")

@@ -2,7 +2,7 @@
 
 Used programmatically by `testbed.db.migrate` (which passes an open connection in
 `config.attributes["connection"]`) or by the `alembic` CLI with `-x`-free defaults: the URL
-comes from `sqlalchemy.url`, else from `testbed.db.engine.database_url(None)`.
+comes from `sqlalchemy.url`, else from `testbed.db.connect.database_url(None)`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from alembic import context
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from testbed.db.engine import database_url, make_engine, writer_engine
+from testbed.db.connect import database_url, make_engine, writer_engine
 from testbed.db.migrate import ADVISORY_LOCK_KEY
 from testbed.db.models import Base
 
@@ -30,7 +30,7 @@ def _run(connection: Connection) -> None:
         target_metadata=target_metadata,
         compare_type=True,
         render_as_batch=sqlite,
-        # SQLAlchemy emits BEGIN itself on SQLite (testbed.db.engine), so DDL is transactional.
+        # SQLAlchemy emits BEGIN itself on SQLite (testbed.db.connect), so DDL is transactional.
         transactional_ddl=True if sqlite else None,
     )
     with context.begin_transaction():

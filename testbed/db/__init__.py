@@ -2,7 +2,7 @@
 
 Public API (see each module's docstring for its contract):
 
-- `engine`: `database_url`, `make_engine`, `writer_engine`, `open_database`
+- `connect`: `database_url`, `make_engine`, `writer_engine`; `engine`: `open_database`
 - `migrate`: `upgrade`, `current_revision`, `head_revision`, `migrations_dir`
 - `recorder`: `RunRecorder`, `create_run`, `create_job`; `records.CommandRecord`
 - `queries`: `list_runs`, `run_detail`, `resolve_run_id`, `RunSummary`, `RunDetail`
@@ -11,7 +11,8 @@ Public API (see each module's docstring for its contract):
 
 from __future__ import annotations
 
-from testbed.db.engine import database_url, make_engine, open_database, writer_engine
+from testbed.db.connect import database_url, make_engine, writer_engine
+from testbed.db.engine import open_database
 from testbed.db.migrate import current_revision, head_revision, upgrade
 from testbed.db.queries import (
     AmbiguousRunId,

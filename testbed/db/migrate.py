@@ -25,7 +25,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 import testbed
-from testbed.db.engine import database_url, make_engine, writer_engine
+from testbed.db.connect import database_url, make_engine, writer_engine
 from testbed.errors import HarnessError
 
 ADVISORY_LOCK_KEY = 0x7E57BED

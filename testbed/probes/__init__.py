@@ -7,18 +7,13 @@ Usage::
     diffs = diff_snapshots(before, after)   # {probe: ProbeDiff}
 
 The marker grammar of the script's output is documented at the top of ``snapshot.sh`` and in
-:mod:`testbed.probes.parsers`.
+:mod:`testbed.probes.parsers.framing`; the script and its probe list are
+:mod:`testbed.probes.script`, the parsers the package :mod:`testbed.probes.parsers`.
 """
 
 from testbed.probes.diff import ItemChange, ProbeDiff, diff_probe, diff_snapshots
-from testbed.probes.parsers import (
-    PROBES,
-    SCRIPT_PATH,
-    SYSCTL_VOLATILE,
-    parse_snapshot,
-    snapshot_command,
-    snapshot_script,
-)
+from testbed.probes.parsers import SYSCTL_VOLATILE, parse_snapshot
+from testbed.probes.script import PROBES, SCRIPT_PATH, snapshot_command, snapshot_script
 
 __all__ = [
     "PROBES",

@@ -2,7 +2,7 @@
 
 The coordinator depends only on `Executor`: the real one (`RunnerExecutor`, which drives
 `testbed.runner.run.Runner` on a libvirt host) and the in-process fake used by tests and the
-benchmark (`testbed.scheduler.fake.FakeExecutor`) have the same interface.
+benchmark (`testbed.testing.scheduler.FakeExecutor`) have the same interface.
 
 Contract of `Executor.execute(run, host, boot_gate, progress)`:
 - executes the already claimed run `run` with its whole lab on `host`, passing

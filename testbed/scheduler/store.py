@@ -4,7 +4,8 @@ The database is the source of truth, so nothing is lost if a coordinator dies:
 `testbed launch` writes one `pending` run row per matrix cell x attempt before any run
 starts, and every decision below is a committed transaction.
 
-Contracts (both `SqlRunStore` and the in-memory `MemoryRunStore` keep them):
+Contracts (both `SqlRunStore` and the in-memory `testbed.testing.memstore.MemoryRunStore`
+keep them):
 
 - **Claim.** A coordinator claims a pending run by setting `lease_owner` (its identity) and
   `lease_expires_at` (now + TTL) in one transaction; on PostgreSQL the candidate rows are

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from testbed.db.engine import open_database
 from testbed.errors import InputError
 from testbed.server.dashboard import create_app
-from testbed.server.dashboard.demo import DemoData, seed_demo
 from testbed.server.dashboard_cli import check_bind, dashboard_command, is_loopback
+from testbed.testing.demo import DemoData, seed_demo
 
 
 @pytest.fixture(scope="module")
@@ -342,7 +342,7 @@ def test_snapshot_diff_cache_follows_new_snapshots(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
     from testbed.db.recorder import RunRecorder
-    from testbed.db.sample import record_sample_run
+    from testbed.testing.sample_run import record_sample_run
 
     sessions = open_database(f"sqlite:///{tmp_path / 'testbed.db'}")
     run_id = record_sample_run(sessions)

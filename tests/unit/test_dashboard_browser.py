@@ -20,7 +20,7 @@ import pytest
 
 from testbed.db.engine import open_database
 from testbed.server.dashboard import create_app
-from testbed.server.dashboard.demo import DemoData, seed_demo
+from testbed.testing.demo import DemoData, seed_demo
 
 CHROMIUM = os.environ.get("TESTBED_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

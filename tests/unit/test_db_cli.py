@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from testbed.db.cli import db_app, runs_app
 from testbed.db.engine import open_database
-from testbed.db.sample import record_sample_run
 from testbed.errors import InputError
+from testbed.testing.sample_run import record_sample_run
 
 runner = CliRunner()
 

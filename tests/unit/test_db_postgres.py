@@ -26,8 +26,8 @@ from testbed.db.models import Base, Command, Snapshot
 from testbed.db.queries import run_detail
 from testbed.db.recorder import RunRecorder
 from testbed.db.records import CommandRecord
-from testbed.db.sample import check_sample_run, record_sample_run
 from testbed.db.types import utcnow
+from testbed.testing.sample_run import check_sample_run, record_sample_run
 
 PG_URL = os.environ.get("TESTBED_TEST_PG_URL")
 

@@ -17,8 +17,8 @@ from testbed.db.queries import (
     run_detail,
 )
 from testbed.db.recorder import RunRecorder, create_job
-from testbed.db.sample import record_sample_run
 from testbed.errors import InputError
+from testbed.testing.sample_run import record_sample_run
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ from testbed.db.engine import make_engine, open_database
 from testbed.db.models import Command, Node, Phase, Run, Snapshot
 from testbed.db.recorder import RunRecorder, clean_json, clean_text, create_job, create_run
 from testbed.db.records import CommandRecord
-from testbed.db.sample import check_sample_run, record_sample_run
 from testbed.db.types import utcnow
+from testbed.testing.sample_run import check_sample_run, record_sample_run
 
 
 @pytest.fixture

@@ -122,7 +122,7 @@ def test_timestamps_are_aware_utc(url: str) -> None:
 
 def test_deleting_a_run_cascades(url: str) -> None:
     from testbed.db.models import Command, Finding
-    from testbed.db.sample import record_sample_run
+    from testbed.testing.sample_run import record_sample_run
 
     sessions = open_database(url)
     run_id = record_sample_run(sessions)

@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from testbed.db.engine import open_database
 from testbed.db.recorder import create_job
-from testbed.db.sample import record_sample_run
 from testbed.errors import InputError
 from testbed.export import SCHEMAS, TABLE_NAMES
 from testbed.export.cli import export_command
+from testbed.testing.sample_run import record_sample_run
 from tests.unit.test_export_dataset import plain_turns, record_turns
 
 

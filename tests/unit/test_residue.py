@@ -19,7 +19,7 @@ from testbed.analysis.residue import (
 )
 from testbed.model.task import Expected
 from testbed.probes import parse_snapshot
-from testbed.probes.testing import snapshot_from_dir
+from testbed.testing.snapshots import snapshot_from_dir
 
 DEBIAN = Path(__file__).parent / "fixtures" / "probes" / "debian"
 SHA_A = "a" * 64

@@ -19,7 +19,7 @@ from testbed.analysis.attribution import CommandView
 from testbed.analysis.residue import REQUIRED_PROBES, ResidueFinding, ResidueResult, find_residue
 from testbed.model.task import Expected
 from testbed.probes import PROBES, SCRIPT_PATH, diff_probe, parse_snapshot
-from testbed.probes.testing import FIXTURE_NONCE, render_snapshot, snapshot_from_dir
+from testbed.testing.snapshots import FIXTURE_NONCE, render_snapshot, snapshot_from_dir
 
 FIXTURES = Path(__file__).parent / "fixtures" / "probes"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

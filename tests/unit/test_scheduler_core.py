@@ -16,17 +16,11 @@ from testbed.model.job import RetryPolicy
 from testbed.scheduler.bootgate import BootGate
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig, JobSummary
 from testbed.scheduler.executor import ClaimedRun
-from testbed.scheduler.fake import (
-    FakeCatalog,
-    FakeExecutor,
-    FakeRun,
-    VirtualClockLoop,
-    make_hosts,
-    run_simulated,
-)
-from testbed.scheduler.memstore import MemoryRunStore
 from testbed.scheduler.resources import Budget, Demand, HostSlot, place
 from testbed.scheduler.store import NewRun
+from testbed.testing.clock import VirtualClockLoop, run_simulated
+from testbed.testing.memstore import MemoryRunStore
+from testbed.testing.scheduler import FakeCatalog, FakeExecutor, FakeRun, make_hosts
 
 DEAD_OWNER = f"{socket.gethostname()}:4194000:12345:dead0000"
 

@@ -11,10 +11,11 @@ from rich.console import Console
 from testbed.model.job import RetryPolicy
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig, JobSummary
 from testbed.scheduler.executor import ClaimedRun
-from testbed.scheduler.fake import FakeCatalog, FakeExecutor, FakeRun, VirtualClockLoop, make_hosts, run_simulated
-from testbed.scheduler.memstore import MemoryRunStore
 from testbed.scheduler.progress import LineView, LiveView
 from testbed.scheduler.store import NewRun
+from testbed.testing.clock import VirtualClockLoop, run_simulated
+from testbed.testing.memstore import MemoryRunStore
+from testbed.testing.scheduler import FakeCatalog, FakeExecutor, FakeRun, make_hosts
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

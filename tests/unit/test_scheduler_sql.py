@@ -22,8 +22,9 @@ from testbed.db.types import utcnow
 from testbed.model.job import RetryPolicy
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig
 from testbed.scheduler.executor import ClaimedRun
-from testbed.scheduler.fake import FakeCatalog, FakeExecutor, FakeRun, VirtualClockLoop, make_hosts, run_simulated
 from testbed.scheduler.store import NewRun, SqlRunStore, cancel_job, create_job_with_runs, lease_dead, owner_alive
+from testbed.testing.clock import VirtualClockLoop, run_simulated
+from testbed.testing.scheduler import FakeCatalog, FakeExecutor, FakeRun, make_hosts
 
 DEAD_OWNER = f"{socket.gethostname()}:4194000:12345:dead0000"
 

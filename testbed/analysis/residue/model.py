@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from testbed.probes.parsers import PROBES
+from testbed.probes.script import PROBES
 
 CATEGORIES: tuple[str, ...] = (
     "temp_files",

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from testbed.analysis.attribution import Target
 from testbed.analysis.residue.context import _Ctx, _d, _l, _path_summary
 from testbed.analysis.residue.model import REBOOT_POINT
 from testbed.analysis.residue.paths import unit_name, unit_stem
 from testbed.probes.diff import ItemChange, ProbeDiff
+from testbed.probes.parsers.processes import descendants
 
 _UNIT_NOISE = re.compile(
     r"^(user@\d+|user-runtime-dir@\d+|session-\S+|run-\S+|ssh@\S*|sshd@\S*|sshd-session@\S*|"
@@ -174,30 +175,17 @@ def _proc_program(command: str) -> str:
     return posixpath.basename(first.rstrip(":")).lstrip("-")
 
 
-def _descendants(roots: set[int], parent: Mapping[int, int]) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for pid, ppid in parent.items():
-        children.setdefault(ppid, []).append(pid)
-    seen, todo = set(roots), list(roots)
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in seen:
-                seen.add(child)
-                todo.append(child)
-    return seen
-
-
 def _h_processes(ctx: _Ctx, d: ProbeDiff) -> None:
     rows = [_d(p) for p in _l(_d(ctx.after.get("processes")).get("processes"))]
     parent = {
         int(r["pid"]): r["ppid"] if isinstance(r.get("ppid"), int) else 0 for r in rows if isinstance(r.get("pid"), int)
     }
-    expected = _descendants(ctx.expected_pids, parent)
+    expected = descendants(ctx.expected_pids, parent)
     by_key: dict[str, list[int]] = {}
     for r in rows:
         if isinstance(r.get("pid"), int):
             by_key.setdefault(f"{r.get('user')} {r.get('command')}", []).append(int(r["pid"]))
-    socket_family = {pid: subj for root, subj in ctx.socket_pids.items() for pid in _descendants({root}, parent)}
+    socket_family = {pid: subj for root, subj in ctx.socket_pids.items() for pid in descendants({root}, parent)}
     for c in d.items():
         if c.change == "removed":
             continue

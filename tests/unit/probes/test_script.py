@@ -1,18 +1,23 @@
-"""snapshot.sh itself, run on this host with fake tools: the output filter's framing and caps
+"""snapshot.sh itself: shipped as package data; real runs on this host (sh, dash, bash,
+busybox ash; busybox tools only); with fake tools: the output filter's framing and caps
 (unterminated last lines, long lines, stderr), systemd units derived from one `systemctl
 list-units` run, sysctl values read from /proc/sys, and its own processes left out."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from testbed.probes import SCRIPT_PATH, parse_snapshot
+from testbed.probes import PROBES, SCRIPT_PATH, parse_snapshot, snapshot_command, snapshot_script
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -22,22 +27,46 @@ def _shells() -> list[list[str]]:
     for name in ("dash", "bash"):
         if shutil.which(name):
             shells.append([name])
+    if shutil.which("bash"):
+        shells.append(["bash", "--posix"])
     if shutil.which("busybox"):
         shells.append(["busybox", "ash"])
     return shells
 
 
-def _run(shell: list[str], *probes: str, env: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+def _run_script(
+    shell: list[str], *probes: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> tuple[str, float]:
+    start = time.monotonic()
     proc = subprocess.run(
         [*shell, str(SCRIPT_PATH), *probes],
         capture_output=True,
-        timeout=120,
+        timeout=timeout,
         env={**os.environ, **(env or {})},
         check=False,
     )
+    elapsed = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr[-2000:]
-    out = proc.stdout.decode("utf-8", "surrogateescape")
+    return proc.stdout.decode("utf-8", "surrogateescape"), elapsed
+
+
+def _run(shell: list[str], *probes: str, env: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    out, _ = _run_script(shell, *probes, env=env)
     return out, parse_snapshot(out)
+
+
+def test_script_is_shipped_and_readable() -> None:
+    text = snapshot_script()
+    assert text.startswith("#!/bin/sh")
+    assert text == SCRIPT_PATH.read_text()
+    assert not re.search(r"^\s*set\s+-[a-z]*e", text, re.M), "a probe failure must not abort"
+    for name in PROBES:
+        assert f"p_{name}()" in text
+
+
+def test_snapshot_command_quotes_arguments() -> None:
+    assert snapshot_command("/run/tb dir/s.sh", ["boot", "os"]) == "sh '/run/tb dir/s.sh' boot os"
+    assert snapshot_command("/run/s.sh") == "sh /run/s.sh"
 
 
 def _tool(bindir: Path, name: str, body: str) -> None:
@@ -187,3 +216,97 @@ def test_owner_names_come_from_the_filter_and_etc_is_walked_once(shell: list[str
     assert passwd["group"] == "root"
     assert len(passwd["sha256"]) == 64
     assert all(e.get("type") for e in etc["files"].values())  # every hashed file was stat'ed too
+
+
+def test_real_run_on_this_host() -> None:
+    out, elapsed = _run_script(["sh"])
+    assert elapsed < 30, f"snapshot took {elapsed:.1f}s"
+    parsed = parse_snapshot(out)
+    assert parsed["_meta"]["complete"] is True
+    for name in PROBES:
+        assert name in parsed and parsed[name] != {"unavailable": "missing from output"}, name
+        assert "parse_error" not in parsed[name], parsed[name]
+    boot_id = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert parsed["boot"]["boot_id"] == boot_id
+    assert parsed["os"]["kernel"]["release"] == os.uname().release
+    assert parsed["users"]["users"]["root"]["uid"] == 0
+    passwd = parsed["etc_files"]["files"]["/etc/passwd"]
+    assert passwd["sha256"] == hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest()
+    script_pid = parsed["_meta"]["script_pid"]
+    assert script_pid not in {p["pid"] for p in parsed["processes"]["processes"]}
+    assert not any(
+        str(SCRIPT_PATH) in p["command"] and p["pid"] == script_pid for p in parsed["processes"]["processes"]
+    )
+    if not Path("/run/systemd/system").is_dir():
+        assert "unavailable" in parsed["services"] or parsed["services"]["init"] == "openrc"
+        assert parsed["cron"]["timers"] is None
+        assert "systemd_timers" in parsed["cron"]["unavailable_parts"]
+    if shutil.which("dpkg-query"):
+        names = {p["name"] for p in parsed["packages"]["packages"]}
+        assert "dpkg" in names and parsed["packages"]["manager"] == "dpkg"
+    json.dumps(parsed)
+
+
+@pytest.fixture()
+def planted(tmp_path: Path) -> dict[str, Path]:
+    """A temp area and a home-like tree holding an odd file name and fake key material."""
+    tmp_root = tmp_path / "tmp"
+    home = tmp_path / "home"
+    (home / "u" / ".ssh").mkdir(parents=True)
+    tmp_root.mkdir()
+    odd = tmp_root / "odd name\nwith newline"
+    odd.write_text("hello")
+    (tmp_root / "link").symlink_to("/etc")
+    key = home / "u" / ".ssh" / "id_ed25519"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nc2VjcmV0LXNlY3JldA==\n-----END OPENSSH PRIVATE KEY-----\n")
+    hidden = home / "u" / "notes.txt"  # no telling name: found by its header
+    hidden.write_text("x\n-----BEGIN EC PRIVATE KEY-----\nZm9v\n-----END EC PRIVATE KEY-----\n")
+    (home / "u" / "readme.md").write_text("nothing here\n")
+    return {"tmp": tmp_root, "home": home, "odd": odd, "key": key, "hidden": hidden}
+
+
+@pytest.mark.parametrize("shell", _shells(), ids=" ".join)
+def test_real_run_each_shell_finds_planted_files(shell: list[str], planted: dict[str, Path]) -> None:
+    env = {"TESTBED_PROBE_TMP_DIRS": str(planted["tmp"]), "TESTBED_PROBE_SECRET_DIRS": str(planted["home"])}
+    out, _ = _run_script(shell, "boot", "tmp_files", "users", "secrets", env=env)
+    parsed = parse_snapshot(out)
+    assert parsed["_meta"]["complete"] is True
+    assert parsed["os"] == {"unavailable": "missing from output"}  # not requested
+    entries = parsed["tmp_files"]["entries"]
+    assert entries[str(planted["odd"])]["size"] == 5
+    assert entries[str(planted["tmp"] / "link")]["target"] == "/etc"
+    secrets = parsed["secrets"]["files"]
+    assert set(secrets) == {str(planted["key"]), str(planted["hidden"])}
+    key = secrets[str(planted["key"])]
+    assert key["kind"] == "private_key"
+    assert key["sha256"] == hashlib.sha256(planted["key"].read_bytes()).hexdigest()
+    assert secrets[str(planted["hidden"])]["headers"] == ["-----BEGIN EC PRIVATE KEY-----"]
+    assert "c2VjcmV0" not in out and "Zm9v" not in out  # key bodies never leave the guest
+
+
+@pytest.mark.skipif(not shutil.which("busybox"), reason="busybox is not installed")
+def test_real_run_with_busybox_tools_only(tmp_path: Path, planted: dict[str, Path]) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    busybox = shutil.which("busybox")
+    assert busybox is not None
+    applets = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True)
+    for applet in applets.stdout.split():
+        (bindir / applet).symlink_to(busybox)
+    env = {
+        "TESTBED_PROBE_PATH": str(bindir),
+        "TESTBED_PROBE_TMP_DIRS": str(planted["tmp"]),
+        "TESTBED_PROBE_SECRET_DIRS": str(planted["home"]),
+    }
+    out, elapsed = _run_script([busybox, "ash"], env=env)
+    assert elapsed < 30
+    parsed = parse_snapshot(out)
+    assert parsed["_meta"]["complete"] is True
+    assert parsed["tmp_files"]["entries"][str(planted["odd"])]["size"] == 5
+    assert parsed["processes"]["processes"], "busybox ps output parsed"
+    assert "unparsed" not in parsed["processes"]
+    assert parsed["listening"]["source"] in ("netstat", "ss")
+    assert parsed["users"]["users"]["root"]["uid"] == 0
+    assert parsed["sysctl"]["values"]
+    assert "/etc/passwd" in parsed["etc_files"]["files"]
+    assert str(planted["key"]) in parsed["secrets"]["files"]

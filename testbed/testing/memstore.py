@@ -51,8 +51,9 @@ class MemRun:
     settles: int = 0  # how many times it was finished (tests check: exactly once)
 
     def pending_view(self) -> PendingRun:
-        return PendingRun(self.id, self.task_id, self.image, self.agent, self.attempt, self.retry,
-                          self.not_before, self.seq)
+        return PendingRun(
+            self.id, self.task_id, self.image, self.agent, self.attempt, self.retry, self.not_before, self.seq
+        )
 
 
 @dataclass
@@ -87,11 +88,32 @@ class MemoryRunStore:
         ids = [self._add(job, r.task_id, r.image, agent, r.attempt).id for r in runs]
         return job.id, ids
 
-    def _add(self, job: MemJob, task_id: str, image: str, agent: str, attempt: int, *, retry: int = 0,
-             retry_of: str | None = None, not_before: datetime | None = None) -> MemRun:
+    def _add(
+        self,
+        job: MemJob,
+        task_id: str,
+        image: str,
+        agent: str,
+        attempt: int,
+        *,
+        retry: int = 0,
+        retry_of: str | None = None,
+        not_before: datetime | None = None,
+    ) -> MemRun:
         self._seq += 1
-        run = MemRun(new_id(), job.id, task_id, image, agent, attempt, self._seq, self.clock(),
-                     retry=retry, retry_of=retry_of, not_before=not_before)
+        run = MemRun(
+            new_id(),
+            job.id,
+            task_id,
+            image,
+            agent,
+            attempt,
+            self._seq,
+            self.clock(),
+            retry=retry,
+            retry_of=retry_of,
+            not_before=not_before,
+        )
         job.runs[run.id] = run
         self._pending[job.id][run.id] = run
         return run
@@ -123,8 +145,9 @@ class MemoryRunStore:
             return None
         retry, delay = decision
         nb = self.clock() + timedelta(seconds=delay) if delay > 0 else None
-        return self._add(job, run.task_id, run.image, run.agent, run.attempt, retry=retry, retry_of=run.id,
-                         not_before=nb).pending_view()
+        return self._add(
+            job, run.task_id, run.image, run.agent, run.attempt, retry=retry, retry_of=run.id, not_before=nb
+        ).pending_view()
 
     def recover(self, job_id: str, owner: str) -> RecoverReport:
         job = self.jobs[job_id]
@@ -146,8 +169,10 @@ class MemoryRunStore:
             else:
                 self._finish(job, run, "error", f"{LOST}: {run.lease_owner} stopped renewing its lease")
                 report.lost.append(run.id)
-        rows = [CellRow(r.id, r.task_id, r.image, r.agent, r.attempt, r.retry, r.state, r.outcome, r.created_at,
-                        r.retry_of) for r in job.runs.values()]
+        rows = [
+            CellRow(r.id, r.task_id, r.image, r.agent, r.attempt, r.retry, r.state, r.outcome, r.created_at, r.retry_of)
+            for r in job.runs.values()
+        ]
         for latest in cells_needing_follow_up(rows):
             made = self._follow_up(job, job.runs[latest.run_id])
             if made is not None:

@@ -1,4 +1,4 @@
-"""An in-process fake hypervisor/executor and a virtual-clock event loop.
+"""An in-process fake hypervisor/executor, a run catalog and simulated hosts.
 
 `FakeExecutor` has the `Executor` interface of the real one: it takes the host's boot gate
 the way `Lab` does (one `RunBootGate` per run, entered once per node, finished when
@@ -7,83 +7,21 @@ returns the outcome its `behaviour` picks. It checks independently of the coordi
 no host ever holds more than its budget and that boots never exceed a host's boot capacity,
 and counts how often each run was executed.
 
-`VirtualClockLoop` is an event loop whose clock jumps to the next timer whenever no
-callback is ready, so simulated hours take milliseconds; `run_simulated(coro)` runs a
-coroutine on one. Blocking work (threads) must not be mixed with it: use stores with
-`blocking = False`.
+Run it on a `testbed.testing.clock.VirtualClockLoop` so that simulated hours take
+milliseconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import selectors
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
 
 from testbed.scheduler.bootgate import BootGate
 from testbed.scheduler.executor import ClaimedRun, ExecOutcome, ProgressFn
-from testbed.scheduler.resources import Demand, HostSlot
+from testbed.scheduler.resources import Budget, Demand, HostSlot
 from testbed.scheduler.store import PendingRun
-
-T = TypeVar("T")
-EPOCH = datetime(2030, 1, 1, tzinfo=UTC)
-
-
-# --- virtual time ----------------------------------------------------------------------
-
-
-class _VirtualSelector:
-    """Wraps the loop's selector: never blocks while a timer is pending, advancing the
-    virtual clock to it instead."""
-
-    def __init__(self, real: selectors.BaseSelector, loop: VirtualClockLoop) -> None:
-        self._real = real
-        self._loop = loop
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        events = self._real.select(0)
-        if events:
-            return events
-        if timeout is None:
-            return self._real.select(None)
-        if timeout > 0:
-            self._loop.virtual_time += timeout
-        return []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-
-class VirtualClockLoop(asyncio.SelectorEventLoop):
-    """See module docstring; `virtual_time` starts at 0."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.virtual_time = 0.0
-        real: Any = self._selector  # type: ignore[has-type]
-        self._selector = _VirtualSelector(real, self)
-
-    def time(self) -> float:
-        return self.virtual_time
-
-    def wall_clock(self) -> datetime:
-        """A UTC datetime that follows the virtual clock (for stores' `clock`)."""
-        return EPOCH + timedelta(seconds=self.virtual_time)
-
-
-def run_simulated(factory: Callable[[VirtualClockLoop], Coroutine[Any, Any, T]]) -> T:
-    """Run `factory(loop)` to completion on a fresh `VirtualClockLoop`."""
-    loop = VirtualClockLoop()
-    try:
-        return loop.run_until_complete(factory(loop))
-    finally:
-        loop.close()
-
-
-# --- fake executor ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -214,13 +152,19 @@ class FakeCatalog:
         return self.timeouts.get(run.task_id, self.default_timeout_s)
 
 
-def make_hosts(count: int, slots: int, *, vcpus: int | None = None, memory_mb: int | None = None,
-               boot_concurrency: int = 8, boot_interval_s: float = 0.0) -> list[HostSlot]:
+def make_hosts(
+    count: int,
+    slots: int,
+    *,
+    vcpus: int | None = None,
+    memory_mb: int | None = None,
+    boot_concurrency: int = 8,
+    boot_interval_s: float = 0.0,
+) -> list[HostSlot]:
     """`count` simulated hosts `sim0`, `sim1`, ... with equal budgets."""
-    from testbed.scheduler.resources import Budget
-
     return [
-        HostSlot(f"sim{i}", f"test:///sim{i}", Budget(slots, vcpus, memory_mb),
-                 BootGate(boot_concurrency, boot_interval_s))
+        HostSlot(
+            f"sim{i}", f"test:///sim{i}", Budget(slots, vcpus, memory_mb), BootGate(boot_concurrency, boot_interval_s)
+        )
         for i in range(count)
     ]

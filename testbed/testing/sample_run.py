@@ -3,11 +3,36 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from testbed.db.recorder import Database, RunRecorder
+from sqlalchemy.orm import Session
+
+from testbed.db.queries import RunDetail, run_detail
+from testbed.db.recorder import Database, RunRecorder, engine_of
 from testbed.db.records import CommandRecord
 from testbed.db.types import utcnow
+
+
+def _command(rec: RunRecorder, node: str, phase: str, source: str, command: str, **kw: Any) -> int:
+    return rec.record_command(CommandRecord(node=node, phase=phase, source=source, command=command, **kw))
+
+
+@contextmanager
+def _phase(rec: RunRecorder, name: str) -> Iterator[None]:
+    """The run enters state *name* and its phase *name* runs for the block."""
+    rec.set_state(name)
+    rec.phase_started(name)
+    yield
+    rec.phase_finished(name)
+
+
+def _add_nodes(rec: RunRecorder) -> None:
+    rec.add_node("web", "debian-12", f"tb-{rec.short_id}-web", "10.213.0.10")
+    rec.add_node("client", "debian-12", f"tb-{rec.short_id}-client", "10.213.0.11")
+    rec.update_node("web", os_release="Debian GNU/Linux 12 (bookworm)")
 
 
 def record_sample_run(
@@ -34,88 +59,94 @@ def record_sample_run(
         config={"limits": {"agent_timeout_s": 600}},
     )
     t0 = utcnow()
-    rec.set_state("provisioning")
-    rec.phase_started("provisioning")
-    rec.add_node("web", "debian-12", f"tb-{rec.short_id}-web", "10.213.0.10")
-    rec.add_node("client", "debian-12", f"tb-{rec.short_id}-client", "10.213.0.11")
-    rec.update_node("web", os_release="Debian GNU/Linux 12 (bookworm)")
-    rec.phase_finished("provisioning")
+    with _phase(rec, "provisioning"):
+        _add_nodes(rec)
     rec.record_snapshot("web", "before_setup", {"packages": {"nginx": None}, "services": {}})
-    rec.set_state("setup")
-    rec.phase_started("setup")
-    rec.record_command(
-        CommandRecord(
-            node="web",
-            phase="setup",
-            source="harness",
-            command="apt-get install -y nginx",
+    with _phase(rec, "setup"):
+        setup = "apt-get install -y nginx"
+        _command(
+            rec,
+            "web",
+            "setup",
+            "harness",
+            setup,
             started_at=t0,
             duration_ms=4200,
             exit_code=0,
             stdout="Setting up nginx ...\n",
         )
-    )
-    rec.phase_finished("setup")
     rec.record_snapshot("web", "after_setup", {"packages": {"nginx": "1.22.1"}})
-    rec.set_state("agent")
-    rec.phase_started("agent")
-    cmd = rec.record_command(
-        CommandRecord(
-            node="web",
-            phase="agent",
-            source="agent",
-            command="cat > /etc/nginx/sites-enabled/site <<'EOF'\nserver { listen 8080; }\nEOF",
-            started_at=t0 + timedelta(seconds=10),
-            duration_ms=180,
-            exit_code=0,
-        )
-    )
-    rec.record_command(
-        CommandRecord(
-            node="web",
-            phase="agent",
-            source="agent",
-            command="systemctl restart nginx",
-            started_at=t0 + timedelta(seconds=11),
-            duration_ms=900,
-            exit_code=0,
-            impact=["service-restart"],
-        )
-    )
-    rec.record_command(
-        CommandRecord(
-            node="client",
-            phase="agent",
-            source="agent",
-            command="curl -s web:8080",
-            started_at=t0 + timedelta(seconds=13),
-            duration_ms=30_000,
-            exit_code=None,
-            timed_out=True,
-        )
-    )
-    rec.phase_finished("agent")
+    with _phase(rec, "agent"):
+        restart = _agent_commands(rec, t0)
     rec.record_snapshot("web", "after_agent", {"packages": {"nginx": "1.22.1"}})
-    rec.set_state("verify")
-    rec.phase_started("verify")
-    rec.record_command(
-        CommandRecord(
-            node="client",
-            phase="verify",
-            source="harness",
-            command="curl -sf web:8080",
-            started_at=t0 + timedelta(seconds=50),
-            duration_ms=40,
-            exit_code=0 if outcome == "passed" else 7,
-        )
+    with _phase(rec, "verify"):
+        _verify(rec, t0, outcome == "passed")
+    rec.record_finding(
+        "impact",
+        "service-restart",
+        "restarted nginx",
+        node="web",
+        evidence={"command": "systemctl restart nginx"},
+        command_id=restart,
+    )
+    rec.record_finding("residue", "file", "left /tmp/notes.txt", node="web", evidence={"path": "/tmp/notes.txt"})
+    rec.set_residue("yes")
+    with _phase(rec, "teardown"):
+        pass
+    rec.finish(outcome, reward=1.0 if outcome == "passed" else 0.0)
+    return rec.run_id
+
+
+def _agent_commands(rec: RunRecorder, t0: datetime) -> int:
+    """The agent writes a site, restarts nginx (a high-impact command: its id is returned)
+    and runs a curl that times out."""
+    site = "cat > /etc/nginx/sites-enabled/site <<'EOF'\nserver { listen 8080; }\nEOF"
+    _command(rec, "web", "agent", "agent", site, started_at=t0 + timedelta(seconds=10), duration_ms=180, exit_code=0)
+    restart = _command(
+        rec,
+        "web",
+        "agent",
+        "agent",
+        "systemctl restart nginx",
+        started_at=t0 + timedelta(seconds=11),
+        duration_ms=900,
+        exit_code=0,
+        impact=["service-restart"],
+    )
+    _command(
+        rec,
+        "client",
+        "agent",
+        "agent",
+        "curl -s web:8080",
+        started_at=t0 + timedelta(seconds=13),
+        duration_ms=30_000,
+        exit_code=None,
+        timed_out=True,
+    )
+    return restart
+
+
+def _verify(rec: RunRecorder, t0: datetime, passed: bool) -> None:
+    """One verification command and two checks (one passed or failed, one indeterminate)."""
+    code = 0 if passed else 7
+    _command(
+        rec,
+        "client",
+        "verify",
+        "harness",
+        "curl -sf web:8080",
+        started_at=t0 + timedelta(seconds=50),
+        duration_ms=40,
+        exit_code=code,
     )
     rec.record_check(
         "R1",
-        "passed" if outcome == "passed" else "failed",
+        "passed" if passed else "failed",
         description="nginx serves the site on port 8080",
         point="after_agent",
         node="web",
-        detail={"exit_code": 0 if outcome == "passed" else 7},
+        detail={"exit_code": code},
     )
     rec.record_check(
         "R2",
@@ -124,36 +155,18 @@ def record_sample_run(
         point="after_agent",
         detail="probe output unparseable",
     )
-    rec.phase_finished("verify")
-    rec.record_finding(
-        "impact",
-        "service-restart",
-        "restarted nginx",
-        node="web",
-        evidence={"command": "systemctl restart nginx"},
-        command_id=cmd + 1,
-    )
-    rec.record_finding("residue", "file", "left /tmp/notes.txt", node="web", evidence={"path": "/tmp/notes.txt"})
-    rec.set_residue("yes")
-    rec.set_state("teardown")
-    rec.phase_started("teardown")
-    rec.phase_finished("teardown")
-    rec.finish(outcome, reward=1.0 if outcome == "passed" else 0.0)
-    return rec.run_id
 
 
 def check_sample_run(db: Database, run_id: str) -> None:
     """Read back a run written by `record_sample_run(outcome="passed")` and raise
     `AssertionError` on the first difference (used by the SQLite and PostgreSQL tests)."""
-    from datetime import UTC
-
-    from sqlalchemy.orm import Session
-
-    from testbed.db.queries import run_detail
-    from testbed.db.recorder import engine_of
-
     with Session(engine_of(db)) as session:
         d = run_detail(session, run_id)
+    _check_run_and_nodes(d, run_id)
+    _check_commands_and_results(d)
+
+
+def _check_run_and_nodes(d: RunDetail, run_id: str) -> None:
     r = d.run
     assert (r.id, r.task_id, r.agent, r.variant, r.image, r.host) == (
         run_id,
@@ -183,6 +196,9 @@ def check_sample_run(db: Database, run_id: str) -> None:
         ("client", f"tb-{run_id[:8]}-client", "10.213.0.11"),
     ]
     assert d.nodes[0].os_release == "Debian GNU/Linux 12 (bookworm)"
+
+
+def _check_commands_and_results(d: RunDetail) -> None:
     assert [c.seq for c in d.commands] == [1, 2, 3, 4, 5]
     assert [(c.phase, c.source) for c in d.commands] == [
         ("setup", "harness"),

@@ -11,9 +11,9 @@ import pytest
 
 from testbed.probes import PROBES, ProbeDiff, diff_probe, diff_snapshots, parse_snapshot
 from testbed.probes.diff import collections, repo_key
-from testbed.probes.testing import load_fixture_dir, snapshot_from_dir
+from testbed.testing.snapshots import load_fixture_dir, snapshot_from_dir
 
-FIXTURES = Path(__file__).parent / "fixtures" / "probes"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
 DEBIAN = FIXTURES / "debian"
 
 

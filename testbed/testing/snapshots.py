@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from testbed.probes.parsers import PROBES
+from testbed.probes.script import PROBES
 
 FIXTURE_NONCE = "0b7c1d2e-3f40-4152-8a6b-7c8d9e0f1a2b"
 FIXTURE_PID = 4242
