@@ -92,7 +92,8 @@ class FakeNode:
         self.log: list[str] = []
 
     async def exec(
-        self, command: str, *, timeout: float | None = 120.0, max_output: int = 65536, stdin: bytes | None = None
+        self, command: str, *, timeout: float | None = 120.0, max_output: int = 65536, stdin: bytes | None = None,
+        idle_timeout: float | None = None,
     ) -> ExecResult:
         self.log.append(command)
         out, code = f"ran: {command}\n", 0

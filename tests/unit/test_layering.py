@@ -66,9 +66,6 @@ ALLOWED: set[tuple[str, str]] = {
     # owner: the helper on testbed/export/* (card and dataset import each other; dataset's
     # import of card is function-local)
     ("testbed.export.dataset", "testbed.export.card"),
-    # owner: the lead (testbed/runner/*) with the helper on analysis/findings_cli.py: the
-    # runner imports a CLI module (residue results are read back from the database)
-    ("testbed.runner.run", "testbed.analysis.findings_cli"),
 }
 """(importer, imported) edges exempt from the checks until their owners fix them."""
 

@@ -130,7 +130,8 @@ class FakeNode:
         self.domain, self.mgmt_ip = f"fake-{name}", "10.0.0.2"
 
     async def exec(
-        self, command: str, *, timeout: float | None = 120.0, max_output: int = 65536, stdin: bytes | None = None
+        self, command: str, *, timeout: float | None = 120.0, max_output: int = 65536, stdin: bytes | None = None,
+        idle_timeout: float | None = None,
     ) -> ExecResult:
         self.state.setdefault("log", []).append((self.name, command))
         if command.strip() == "fix-service":

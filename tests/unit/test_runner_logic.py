@@ -34,7 +34,7 @@ class FakeNode:
         self.delay = delay
         self.executed: list[tuple[str, float | None]] = []
 
-    async def exec(self, command: str, *, timeout: float | None = None, max_output: int = 0, stdin=None):
+    async def exec(self, command: str, *, timeout: float | None = None, max_output: int = 0, stdin=None, **_kw):
         self.executed.append((command, timeout))
         await asyncio.sleep(self.delay)
         timed_out = timeout is not None and self.delay > timeout

@@ -68,7 +68,8 @@ class FakeNode:
         self.console_log = Path("/nonexistent")
 
     async def exec(
-        self, command: str, *, timeout: float | None = 120.0, max_output: int = 65536, stdin: bytes | None = None
+        self, command: str, *, timeout: float | None = 120.0, max_output: int = 65536, stdin: bytes | None = None,
+        idle_timeout: float | None = None,
     ) -> ExecResult:
         self.lab.log.append(command)
         if command == "hang":
