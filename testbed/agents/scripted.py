@@ -1,4 +1,5 @@
-"""Scripted agents: `noop`, `oracle` (the task's solution) and `replay:FILE` (JSONL)."""
+"""Scripted agents: `noop`, `oracle` (the task's solution) and `replay:FILE` (JSONL); and
+`make_agent`, which turns an `--agent` spec into an agent (built-ins, then plug-ins)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 from pathlib import Path
 
 from testbed.agents.base import Action, Agent, AgentContext, Observation
+from testbed.agents.registry import plugin_agent
 from testbed.errors import InputError
 from testbed.model.task import Task
 
@@ -67,8 +69,13 @@ def replay_agent(path: Path) -> SequenceAgent:
     return SequenceAgent(actions, f"replay:{path.name}")
 
 
+BUILTINS = "oracle, noop, replay:FILE or openai:MODEL"
+
+
 def make_agent(spec: str, task: Task) -> Agent:
-    """`oracle`, `noop`, `replay:FILE` or `openai:MODEL[?options]`; anything else is an `InputError`."""
+    """The agent `spec` names: a built-in (`oracle`, `noop`, `replay:FILE`,
+    `openai:MODEL[?options]`), else the installed plug-in of that name (`testbed.agents`
+    entry points, see `testbed.agents.registry`); anything else is an `InputError`."""
     if spec == "noop":
         return NoopAgent()
     if spec == "oracle":
@@ -76,10 +83,10 @@ def make_agent(spec: str, task: Task) -> Agent:
     if spec.startswith("replay:"):
         return replay_agent(Path(spec.removeprefix("replay:")))
     if spec.startswith("openai:"):
-        from testbed.agents.openai_agent import OpenAIAgent
+        from testbed.agents.openai_agent import OpenAIAgent  # the SDK is imported only for LLM runs
 
         return OpenAIAgent.from_spec(spec)
-    raise InputError(None, "--agent", f"unknown agent '{spec}' (use oracle, noop, replay:FILE or openai:MODEL)")
+    return plugin_agent(spec, task, BUILTINS)
 
 
 def check_agent_nodes(agent: Agent, context: AgentContext) -> None:

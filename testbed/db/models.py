@@ -382,7 +382,9 @@ class ModelTurn(Base):
     appended since the previous turn (the whole conversation is the concatenation, in `seq`
     order, of `messages` and `response`); `response` is the assistant message; `tool_calls`
     the parsed actions it asked for (JSON list, empty when none); token counts come from the
-    endpoint's `usage` (NULL when it reports none); `error` describes a failed call.
+    endpoint's `usage` (NULL when it reports none); `error` describes a failed call;
+    `cost_usd` (migration 0005) is the call's price at the agent's per-token prices, NULL
+    when none were given.
     """
 
     __tablename__ = "model_turns"
@@ -402,6 +404,7 @@ class ModelTurn(Base):
     completion_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     total_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class Artifact(Base):

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.agents.openai_agent import ModelTurnWriter, TurnRecord
+from testbed.agents.turns import ModelTurnWriter, TurnRecord
 from testbed.db.engine import open_database
 from testbed.db.models import Check, Command, Finding, ModelTurn, Node, Run, Snapshot
 from testbed.db.recorder import RunRecorder, create_job

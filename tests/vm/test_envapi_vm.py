@@ -1,7 +1,8 @@
-"""LLM agents and the environment API on real guests (2 guest boots).
+"""LLM agents and the environment API on real guests (3 guest boots).
 
 1. `openai:MODEL` against a fake OpenAI-compatible server on loopback, scripted to solve
-   `web-port-conflict` through tool calls: the run passes and its model turns are stored.
+   `web-port-conflict` through tool calls: the run passes and its model turns are stored;
+   scripted to refuse after one command: the run ends `failed` with the refusal.
 2. The environment API (real Runner backend): reset, steps and state against a real guest;
    a request without the token is refused; the episode is a run like any other.
 """
@@ -23,7 +24,7 @@ from testbed.runner.run import Runner
 from testbed.runtime import image_catalog, runtime
 from testbed.server.envapi.app import create_app
 from testbed.server.envapi.backend import open_runner_manager
-from tests.unit.test_openai_agent import FakeOpenAI, text_reply, tool_call, tools_reply
+from tests.unit.agents.openai_server import FakeOpenAI, text_reply, tool_call, tools_reply
 
 from .conftest import ROOT, assert_clean
 
@@ -64,6 +65,35 @@ def test_openai_agent_solves_task(vm_home: Path, tmp_path: Path) -> None:
         assert all(t.total_tokens == 107 for t in turns)
         agent_cmds = list(s.scalars(select(Command.command).where(Command.run_id == run_id, Command.source == "agent")))
         assert agent_cmds == [DIAGNOSE, SOLVE, "systemctl is-active nginx"]
+    assert_clean(vm_home)
+
+
+def test_openai_agent_refusal_fails_the_run(vm_home: Path, tmp_path: Path) -> None:
+    """A model that runs one command and then refuses: the run ends `failed` with the refusal
+    as its reason (never `error`), its command and both model turns stored."""
+    db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
+    task = load_task(ROOT / "tasks" / TASK, images=set(image_catalog()))
+    script = [
+        tools_reply(tool_call(DIAGNOSE, call_id="c1")),
+        {"role": "assistant", "content": None, "refusal": "I won't change this system."},
+    ]
+    with FakeOpenAI(script) as fake:
+        request = RunRequest(task, task.definition.images[0], f"openai:fake-llm?base_url={fake.base_url}")
+
+        async def go() -> tuple[str, str, str | None]:
+            async with runtime() as rt:
+                result = await Runner(request, rt, db).execute()
+                return result.run_id, result.outcome, result.error
+
+        run_id, outcome, error = asyncio.run(go())
+    assert outcome == "failed" and error == "agent failed: model refused: I won't change this system."
+    with db() as s:
+        run = s.get(Run, run_id)
+        assert run is not None and run.outcome == "failed" and run.error == error
+        turns = s.scalars(select(ModelTurn).where(ModelTurn.run_id == run_id).order_by(ModelTurn.seq)).all()
+        assert len(turns) == 2 and turns[1].response["refusal"] == "I won't change this system."
+        agent_cmds = list(s.scalars(select(Command.command).where(Command.run_id == run_id, Command.source == "agent")))
+        assert agent_cmds == [DIAGNOSE]
     assert_clean(vm_home)
 
 
