@@ -17,9 +17,10 @@ from sqlalchemy.engine import make_url
 
 from testbed.db.engine import normalize_url, open_database
 from testbed.db.models import Run
+from testbed.db.read import RunFilter
+from testbed.db.read.figures import compute_figures
 from testbed.db.sample import record_sample_run
-from testbed.export import SCHEMAS, TABLE_NAMES, RunFilter, export_dataset
-from testbed.report.figures import compute_figures
+from testbed.export import SCHEMAS, TABLE_NAMES, export_dataset
 from tests.unit.test_export_dataset import plain_turns, record_turns
 from tests.unit.test_report_figures import JOB, seed_database
 
