@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
 from testbed.model.task import discover_tasks, load_task
+from testbed.render.terminal import cell, error_line
 from testbed.runner.run import Runner, RunRequest, RunResult
 from testbed.runtime import image_catalog, runtime
 
@@ -85,10 +86,11 @@ async def _run(request: RunRequest, sessions: sessionmaker[Session], settings: S
             def progress(phase: str, detail: str) -> None:
                 stamp = f"{time.monotonic() - t0:6.1f}s"
                 if phase == "run":
-                    out.print(f"run {detail}  task {request.task.id}  image {request.image}  agent {request.agent}")
+                    line = f"run {detail}  task {request.task.id}  image {request.image}  agent {request.agent}"
+                    out.print(cell(line))
                 elif detail in ("ok", "error", "cancelled") or phase == "finished":
-                    out.print(f"{stamp}  {phase:<22} {detail}")
-                status.update(f"{phase}: {detail}")
+                    out.print(cell(f"{stamp}  {phase:<22} {detail}"))
+                status.update(cell(f"{phase}: {detail}"))
 
             runner = Runner(request, rt, sessions, progress)
             result = await runner.execute()
@@ -102,8 +104,9 @@ def _print_result(out: Console, result: RunResult) -> None:
         table.add_column(col)
     for check in result.checks:
         style = {"passed": "green", "failed": "red"}.get(check.status, "yellow")
-        table.add_row(check.check.id, check.point, f"[{style}]{check.status}[/]", str(check.detail.get("reason")))
+        reason = cell(str(check.detail.get("reason")))
+        table.add_row(cell(check.check.id), check.point, cell(check.status, style=style), reason)
     out.print(table)
     if result.error:
-        out.print(f"[red]error:[/red] {result.error}")
+        out.print(error_line("error", result.error))
     out.print(f"outcome: {result.outcome}   (details: testbed runs show {result.run_id[:8]})")

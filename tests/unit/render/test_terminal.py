@@ -91,3 +91,23 @@ def test_runs_show_json_keeps_the_stored_text(db_url: str, hostile: dict[str, st
     assert data["commands"][0]["command"] == SED
     assert data["commands"][1]["stdout"] == OSC52 + C1_CSI
     assert data["run"]["error"] == f"lost guest: {OSC52}"
+
+
+def test_run_result_prints_guest_text_inertly() -> None:
+    from testbed.model.task import Check
+    from testbed.runner.cli import _print_result
+    from testbed.runner.run import RunResult
+    from testbed.runner.verify import CheckResult
+
+    check = Check(id="R1", description="d", node="web", command="true")
+    result = RunResult(
+        run_id="f" * 32,
+        outcome="error",
+        error=f"guest lost after {SED} {OSC52}",
+        checks=[CheckResult(check, "after_agent", "failed", {"reason": f"stdout was [/]{CSI}"})],
+    )
+    buf = io.StringIO()
+    _print_result(Console(file=buf, width=300, color_system=None), result)
+    out = buf.getvalue()
+    assert "stdout was [/]\\x1b[2J" in out and SED in out and "\\x1b]52;c;" in out
+    assert "\x1b" not in out and "\x07" not in out
