@@ -45,7 +45,7 @@ from testbed.db.read.runlist import RunsQuery, runs_page
 from testbed.errors import InputError
 from testbed.render import format as fmt
 from testbed.render import palette, svg
-from testbed.server.dashboard import data
+from testbed.server.dashboard.data import run_page
 
 TEMPLATES = Path(__file__).with_name("templates")
 """Directory of the Jinja2 templates (`*.html.j2`), shipped as package data."""
@@ -182,7 +182,7 @@ def _add_pages(app: FastAPI, db: Engine, views: _Views) -> None:
     def run_detail_page(request: Request, run_id: str, cpage: int = 1) -> Response:
         """One run: timeline, nodes, checks, findings, snapshot differences, command log."""
         with Session(db) as session:
-            rp = data.run_page(session, run_id, command_page_no=cpage)
+            rp = run_page(session, run_id, command_page_no=cpage)
         now_s = None
         if rp.run.outcome is None and rp.phases:
             now_s = (datetime.now(UTC) - rp.phases[0].started_at).total_seconds()
@@ -252,10 +252,10 @@ def _add_api(app: FastAPI, db: Engine, views: _Views) -> None:
 
     @app.get("/api/runs/{run_id}")
     def api_run(run_id: str, cpage: int = 1) -> JSONResponse:
-        """`data.RunPage` as JSON (command outputs cut to `PREVIEW_CHARS`; the full command
-        is at `/api/runs/{id}/commands/{seq}`)."""
+        """`data.RunPage` as JSON (command outputs cut to `PREVIEW_CHARS`; the full command is
+        at `/api/runs/{id}/commands/{seq}`)."""
         with Session(db) as session:
-            rp = data.run_page(session, run_id, command_page_no=cpage)
+            rp = run_page(session, run_id, command_page_no=cpage)
         return JSONResponse(to_jsonable(rp))
 
     @app.get("/api/runs/{run_id}/commands/{seq}")
