@@ -235,7 +235,8 @@ def child_export(db: str, out: str, redact: bool, job: str | None) -> dict[str, 
     from testbed.export import export_dataset
 
     start, cpu = time.perf_counter(), _cpu_s()
-    result = export_dataset(make_engine(f"sqlite:///{db}"), Path(out), selection=RunFilter(job_id=job or ""), redact=redact)
+    selection = RunFilter(job_id=job or "")
+    result = export_dataset(make_engine(f"sqlite:///{db}"), Path(out), selection=selection, redact=redact)
     seconds = time.perf_counter() - start
     rows = result.tables["commands"].rows
     turns = result.tables["model_turns"].rows
