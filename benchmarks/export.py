@@ -231,10 +231,12 @@ def _cpu_s() -> float:
 
 def child_export(db: str, out: str, redact: bool, job: str | None) -> dict[str, Any]:
     from testbed.db.engine import make_engine
-    from testbed.export import RunFilter, export_dataset
+    from testbed.db.read import RunFilter
+    from testbed.export import export_dataset
 
     start, cpu = time.perf_counter(), _cpu_s()
-    result = export_dataset(make_engine(f"sqlite:///{db}"), Path(out), selection=RunFilter(job_id=job), redact=redact)
+    selection = RunFilter(job_id=job or "")
+    result = export_dataset(make_engine(f"sqlite:///{db}"), Path(out), selection=selection, redact=redact)
     seconds = time.perf_counter() - start
     rows = result.tables["commands"].rows
     turns = result.tables["model_turns"].rows

@@ -14,12 +14,12 @@ from rich.console import Console
 from rich.table import Table
 
 from testbed.analysis.cli import app as analyze_app
-from testbed.analysis.findings_cli import findings_command
 from testbed.db.cli import db_app, runs_app
 from testbed.errors import HarnessError, InputError
 from testbed.export.cli import export_command
 from testbed.hypervisor.cli import lab_app, reap_command
 from testbed.images.cli import app as image_app
+from testbed.render.terminal import error_line
 from testbed.report.cli import report_command
 from testbed.runner.cli import run_command, task_app
 from testbed.scheduler.cli import jobs_app, launch_command
@@ -36,7 +36,6 @@ app.add_typer(image_app, name="image")
 app.add_typer(lab_app, name="lab")
 app.command("reap")(reap_command)
 app.add_typer(db_app, name="db")
-runs_app.command("findings")(findings_command)
 app.add_typer(runs_app, name="runs")
 app.add_typer(analyze_app, name="analyze")
 app.add_typer(task_app, name="task")
@@ -75,10 +74,10 @@ def main() -> None:
     try:
         app()
     except InputError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(error_line("error", str(exc)), highlight=False)
         sys.exit(EXIT_INPUT)
     except HarnessError as exc:
-        err.print(f"[red]harness error:[/red] {exc}", highlight=False)
+        err.print(error_line("harness error", str(exc)), highlight=False)
         sys.exit(EXIT_HARNESS)
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -3,7 +3,7 @@
 The dashboard's high-impact share counts the runs with at least one high-impact command;
 with this index that costs O(high-impact commands) instead of a scan of every command.
 Queries must use the same predicate text to match it (see
-`testbed.server.dashboard.data._IMPACTFUL_SQL`).
+`testbed.db.read.commands._IMPACTFUL_SQL`).
 
 Revision ID: 0002
 Revises: 0001

@@ -5,7 +5,7 @@ Public API (see each module's docstring for its contract):
 - `connect`: `database_url`, `make_engine`, `writer_engine`; `engine`: `open_database`
 - `migrate`: `upgrade`, `current_revision`, `head_revision`, `migrations_dir`
 - `recorder`: `RunRecorder`, `create_run`, `create_job`; `records.CommandRecord`
-- `queries`: `list_runs`, `run_detail`, `resolve_run_id`, `RunSummary`, `RunDetail`
+- `read`: the read model (`list_runs`, `run_detail`, `resolve_run_id`, `open_read_only`, …)
 - `cli`: `db_app`, `runs_app` (Typer sub-apps)
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from testbed.db.connect import database_url, make_engine, writer_engine
 from testbed.db.engine import open_database
 from testbed.db.migrate import current_revision, head_revision, upgrade
-from testbed.db.queries import (
+from testbed.db.read import (
     AmbiguousRunId,
     RunDetail,
     RunNotFound,

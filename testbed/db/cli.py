@@ -3,17 +3,21 @@ the main CLI registers with `app.add_typer(db_app, name="db")` and
 `app.add_typer(runs_app, name="runs")`).
 
 Every command takes `--db URL` (else env `TESTBED_DB`, else the SQLite file under
-`TESTBED_HOME`) and migrates the database to head before reading it. An unknown or
-ambiguous run id raises `InputError` (exit status 2 in the main CLI).
+`TESTBED_HOME`). `db upgrade` creates and migrates the database; the `runs` commands only
+read it (`testbed.db.read.open_read_only`: a missing file or an old schema is bad input,
+exit status 2, and nothing is created). An unknown, too short or ambiguous run id raises
+`InputError` (exit status 2 in the main CLI). Stored text reaches the terminal only through
+`testbed.render.terminal` (never Rich markup, control sequences neutralised).
+
+`runs findings RUN_ID [--kind K] [--json]` lists a run's findings in id order, each with
+kind, category, node, summary and the attributed command (seq and first line, or `-`);
+`--json` prints `{"run_id", "residue", "findings": [{id, kind, category, node, summary,
+evidence, command_id, command_seq, command}]}` where `residue` is the run's verdict.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,9 +25,12 @@ from rich.table import Table
 from rich.text import Text
 from sqlalchemy.engine import make_url
 
-from testbed.db.engine import database_url, open_database
+from testbed.db.engine import database_url
 from testbed.db.migrate import current_revision, head_revision, upgrade
-from testbed.db.queries import RunDetail, RunSummary, list_runs, run_detail
+from testbed.db.read import RunDetail, RunFilter, RunSummary, list_runs, open_read_only, run_detail
+from testbed.db.read.findings import FindingInfo, load_findings
+from testbed.render.format import duration, first_line, timestamp
+from testbed.render.terminal import cell, console, json_text
 
 db_app = typer.Typer(help="Manage the run database.", no_args_is_help=True)
 runs_app = typer.Typer(help="Inspect recorded runs.", no_args_is_help=True)
@@ -32,39 +39,21 @@ DbOption = Annotated[
     str | None,
     typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME)."),
 ]
+RunIdArgument = Annotated[str, typer.Argument(help="Run id or a unique prefix (at least 4 characters).")]
 
-
-def _console() -> Console:
-    # A pipe or a file gets wide lines rather than tables squeezed into 80 columns.
-    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    return Console(highlight=False, width=160 if wide else None)
+OUTCOME_STYLE = {"passed": "green", "failed": "red", "error": "yellow", "cancelled": "dim"}
+CHECK_STYLE = {"passed": "green", "failed": "red", "indeterminate": "yellow"}
 
 
 def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def _ts(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S") if value is not None else "-"
-
-
-def _dur(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(round(seconds), 60)
-    return f"{minutes}m{secs:02d}s"
-
-
-def _opt(value: object) -> str:
-    return "-" if value is None else str(value)
-
-
-_OUTCOME_STYLE = {"passed": "green", "failed": "red", "error": "yellow", "cancelled": "dim"}
-_CHECK_STYLE = {"passed": "green", "failed": "red", "indeterminate": "yellow"}
+def _table(title: str, columns: tuple[str, ...], **column_options: dict[str, Any]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column, **column_options.get(column, {}))
+    return table
 
 
 @db_app.command("upgrade")
@@ -92,158 +81,178 @@ def runs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List the newest runs, newest first."""
-    sessions = open_database(db)
+    selection = RunFilter(job_id=(job or "").strip().lower(), task=task or "", outcome=outcome or "")
+    sessions = open_read_only(db)
     with sessions() as session:
-        runs = list_runs(session, limit=limit, job_id=job, task=task, outcome=outcome)
+        runs = list_runs(session, selection, limit=limit)
     if as_json:
-        typer.echo(json.dumps([r.to_dict() for r in runs], indent=2))
+        typer.echo(json_text([r.to_dict() for r in runs]))
         return
-    _console().print(_runs_table(runs))
+    console().print(_runs_table(runs))
+
+
+def _outcome(value: str | None) -> Text:
+    return cell(value, style=OUTCOME_STYLE.get(value or "", ""))
 
 
 def _runs_table(runs: list[RunSummary]) -> Table:
-    table = Table(title=f"{len(runs)} run(s)", title_justify="left")
-    for column in (
-        "id",
-        "created",
-        "task",
-        "variant",
-        "agent",
-        "try",
-        "state",
-        "outcome",
-        "reward",
-        "duration",
-        "host",
-    ):
-        table.add_column(column, no_wrap=column in ("id", "created", "state", "outcome"))
+    columns = ("id", "created", "task", "variant", "agent", "try", "state", "outcome", "reward", "duration", "host")
+    fixed = {"no_wrap": True}
+    table = _table(f"{len(runs)} run(s)", columns, id=fixed, created=fixed, state=fixed, outcome=fixed)
     for r in runs:
         table.add_row(
-            r.short_id,
-            _ts(r.created_at),
-            r.task_id,
-            _opt(r.variant),
-            r.agent,
-            str(r.attempt),
-            r.state,
-            Text(_opt(r.outcome), style=_OUTCOME_STYLE.get(r.outcome or "", "")),
-            "-" if r.reward is None else f"{r.reward:g}",
-            _dur(r.duration_s),
-            _opt(r.host),
-        )
+            r.short_id, timestamp(r.created_at), cell(r.task_id), cell(r.variant), cell(r.agent), str(r.attempt),
+            r.state, _outcome(r.outcome), "-" if r.reward is None else f"{r.reward:g}", duration(r.duration_s),
+            cell(r.host),
+        )  # fmt: skip
     return table
 
 
 @runs_app.command("show")
 def runs_show(
-    run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix (>= 6 chars).")],
+    run_id: RunIdArgument,
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
 ) -> None:
     """Show one run: phases, nodes, commands, snapshot points, checks and findings."""
-    sessions = open_database(db)
+    sessions = open_read_only(db)
     with sessions() as session:
         detail = run_detail(session, run_id)
     if as_json:
-        typer.echo(json.dumps(detail.to_dict(), indent=2))
+        typer.echo(json_text(detail.to_dict()))
         return
-    _print_detail(_console(), detail)
+    out = console()
+    out.print(_head(detail))
+    for section in (_phases, _nodes, _commands, _snapshots, _checks, _findings):
+        table = section(detail)
+        if table is not None:
+            out.print(table)
 
 
-def _first_line(text: str, width: int = 70) -> str:
-    lines = text.strip().splitlines() or [""]
-    line = lines[0]
-    more = len(lines) > 1
-    if len(line) > width:
-        line, more = line[: width - 1], True
-    return line + (" …" if more else "")
-
-
-def _print_detail(console: Console, d: RunDetail) -> None:
+def _head(d: RunDetail) -> Table:
     r = d.run
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    outcome = Text(_opt(r.outcome), style=_OUTCOME_STYLE.get(r.outcome or "", ""))
+    task = f"{r.task_id} ({r.task_category})" if r.task_category else r.task_id
     for label, value in (
-        ("run", r.id),
-        ("job", _opt(r.job_id)),
-        ("task", f"{r.task_id} ({r.task_category})" if r.task_category else r.task_id),
-        ("variant / image", f"{_opt(r.variant)} / {_opt(r.image)}"),
-        ("agent / attempt", f"{r.agent} / {r.attempt}"),
-        ("host", _opt(r.host)),
-        ("state", r.state),
-        ("outcome", outcome),
-        ("reward", _opt(r.reward)),
-        ("residue", _opt(r.residue)),
-        ("created", _ts(r.created_at)),
-        ("started / finished", f"{_ts(r.started_at)} / {_ts(r.finished_at)}"),
-        ("duration", _dur(r.duration_s)),
+        ("run", cell(r.id)),
+        ("job", cell(r.job_id)),
+        ("task", cell(task)),
+        ("variant / image", cell(f"{r.variant or '-'} / {r.image or '-'}")),
+        ("agent / attempt", cell(f"{r.agent} / {r.attempt}")),
+        ("host", cell(r.host)),
+        ("state", cell(r.state)),
+        ("outcome", _outcome(r.outcome)),
+        ("reward", cell(r.reward)),
+        ("residue", cell(r.residue)),
+        ("created", timestamp(r.created_at)),
+        ("started / finished", f"{timestamp(r.started_at)} / {timestamp(r.finished_at)}"),
+        ("duration", duration(r.duration_s)),
     ):
         head.add_row(label, value)
     if r.error:
-        head.add_row("error", Text(r.error, style="red"))
-    console.print(head)
+        head.add_row("error", cell(r.error, style="red"))
+    return head
 
-    if d.phases:
-        table = Table(title="phases", title_justify="left")
-        for column in ("phase", "status", "started", "duration", "detail"):
-            table.add_column(column)
-        for p in d.phases:
-            table.add_row(p.name, p.status, _ts(p.started_at), _dur(p.duration_s), _opt(p.detail))
-        console.print(table)
 
-    if d.nodes:
-        table = Table(title="nodes", title_justify="left")
-        for column in ("node", "image", "os release", "domain", "mgmt ip"):
-            table.add_column(column)
-        for n in d.nodes:
-            table.add_row(n.name, _opt(n.image), _opt(n.os_release), _opt(n.domain_name), _opt(n.mgmt_ip))
-        console.print(table)
+def _phases(d: RunDetail) -> Table | None:
+    if not d.phases:
+        return None
+    table = _table("phases", ("phase", "status", "started", "duration", "detail"))
+    for p in d.phases:
+        table.add_row(cell(p.name), cell(p.status), timestamp(p.started_at), duration(p.duration_s), cell(p.detail))
+    return table
 
-    table = Table(title=f"commands ({len(d.commands)})", title_justify="left")
-    for column in ("seq", "node", "phase", "source", "exit", "duration", "command"):
-        table.add_column(column, justify="right" if column in ("seq", "exit") else "left")
+
+def _nodes(d: RunDetail) -> Table | None:
+    if not d.nodes:
+        return None
+    table = _table("nodes", ("node", "image", "os release", "domain", "mgmt ip"))
+    for n in d.nodes:
+        table.add_row(cell(n.name), cell(n.image), cell(n.os_release), cell(n.domain_name), cell(n.mgmt_ip))
+    return table
+
+
+def _commands(d: RunDetail) -> Table:
+    right = {"justify": "right"}
+    table = _table(
+        f"commands ({len(d.commands)})", ("seq", "node", "phase", "source", "exit", "duration", "command"),
+        seq=right, exit=right,
+    )  # fmt: skip
     for c in d.commands:
         if c.timed_out:
             exit_text = Text("timeout", style="yellow")
         elif c.error:
             exit_text = Text("error", style="red")
         else:
-            exit_text = Text(_opt(c.exit_code), style="" if c.exit_code == 0 else "red")
+            exit_text = cell(c.exit_code, style="" if c.exit_code == 0 else "red")
         table.add_row(
-            str(c.seq), _opt(c.node), c.phase, c.source, exit_text, _dur(c.duration_ms / 1000), _first_line(c.command)
-        )
-    console.print(table)
+            str(c.seq), cell(c.node), c.phase, c.source, exit_text, duration(c.duration_ms / 1000),
+            cell(first_line(c.command, 70, missing="")),
+        )  # fmt: skip
+    return table
 
-    if d.snapshots:
-        table = Table(title="snapshots", title_justify="left")
-        for column in ("node", "point", "taken"):
-            table.add_column(column)
-        for s in d.snapshots:
-            table.add_row(s.node, s.point, _ts(s.taken_at))
-        console.print(table)
 
-    if d.checks:
-        table = Table(title="checks", title_justify="left")
-        for column in ("requirement", "point", "node", "status", "description"):
-            table.add_column(column)
-        for k in d.checks:
-            table.add_row(
-                k.requirement,
-                _opt(k.point),
-                _opt(k.node),
-                Text(k.status, style=_CHECK_STYLE.get(k.status, "")),
-                _opt(k.description),
-            )
-        console.print(table)
+def _snapshots(d: RunDetail) -> Table | None:
+    if not d.snapshots:
+        return None
+    table = _table("snapshots", ("node", "point", "taken"))
+    for s in d.snapshots:
+        table.add_row(cell(s.node), s.point, timestamp(s.taken_at))
+    return table
 
-    if d.findings:
-        table = Table(title="findings", title_justify="left")
-        for column in ("kind", "category", "node", "command", "summary"):
-            table.add_column(column)
-        for f in d.findings:
-            table.add_row(
-                f.kind, f.category, _opt(f.node), "-" if f.command_seq is None else f"#{f.command_seq}", f.summary
-            )
-        console.print(table)
+
+def _checks(d: RunDetail) -> Table | None:
+    if not d.checks:
+        return None
+    table = _table("checks", ("requirement", "point", "node", "status", "description"))
+    for k in d.checks:
+        status = cell(k.status, style=CHECK_STYLE.get(k.status, ""))
+        table.add_row(cell(k.requirement), cell(k.point), cell(k.node), status, cell(k.description))
+    return table
+
+
+def _findings(d: RunDetail) -> Table | None:
+    if not d.findings:
+        return None
+    table = _table("findings", ("kind", "category", "node", "command", "summary"))
+    for f in d.findings:
+        seq = "-" if f.command_seq is None else f"#{f.command_seq}"
+        table.add_row(f.kind, cell(f.category), cell(f.node), seq, cell(f.summary))
+    return table
+
+
+def _finding_json(f: FindingInfo) -> dict[str, Any]:
+    return {
+        "id": f.id, "kind": f.kind, "category": f.category, "node": f.node, "summary": f.summary,
+        "evidence": f.evidence, "command_id": f.command_id, "command_seq": f.command_seq, "command": f.command_text,
+    }  # fmt: skip
+
+
+def findings_command(
+    run_id: RunIdArgument,
+    db: DbOption = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="Only findings of this kind.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List a run's findings (residue, impact, safety) with the command each is attributed to."""
+    sessions = open_read_only(db)
+    with sessions() as session:
+        found = load_findings(session, run_id, kind)
+    if as_json:
+        findings = [_finding_json(f) for f in found.findings]
+        payload = {"run_id": found.run_id, "residue": found.residue, "findings": findings}
+        typer.echo(json_text(payload, ensure_ascii=False))
+        return
+    title = f"run {found.run_id[:8]}: {len(found.findings)} finding(s); residue: {found.residue or '-'}"
+    wide_console: Console = console(wide=200)
+    table = _table(title, ("kind", "category", "node", "summary", "seq", "command"), kind={"no_wrap": True},
+                   seq={"no_wrap": True})  # fmt: skip
+    for f in found.findings:
+        seq = str(f.command_seq) if f.command_seq is not None else "-"
+        table.add_row(f.kind, cell(f.category), cell(f.node), cell(f.summary), seq, cell(first_line(f.command_text)))
+    wide_console.print(table)
+
+
+runs_app.command("findings")(findings_command)

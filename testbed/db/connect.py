@@ -1,4 +1,5 @@
-"""Database URLs and engines.
+"""Database URLs and engines (below `testbed.db.migrate`; `testbed.db.engine.open_database`
+combines the two).
 
 Contracts:
 
@@ -12,9 +13,12 @@ Contracts:
   write lock up front and wait for it (busy timeout) instead of failing with "database is
   locked" when upgrading a read transaction. On PostgreSQL, connections are pre-pinged.
   The parent directory of a SQLite file is created if missing.
-
-Migrations (`testbed.db.migrate`) build on this module; `testbed.db.engine.open_database`
-combines the two.
+- `make_engine(url, read_only=True)`: nothing is created and nothing written — no parent
+  directory, no journal-mode change (a WAL database is read in WAL mode, another in its
+  own mode) — and every connection refuses writes (`PRAGMA query_only` on SQLite,
+  read-only session characteristics on PostgreSQL).
+- `connection_error(exc, url)`: the `HarnessError` of a database that cannot be reached —
+  one line naming host, port, user and database, the driver's reason, and what to check.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from testbed.config import Settings
+from testbed.errors import HarnessError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a SQLite connection waits for a lock held by another writer."""
@@ -55,18 +60,46 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+def connection_error(exc: BaseException, url: URL) -> HarnessError:
+    """A one-line `HarnessError` for a database at `url` that cannot be reached."""
+    reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+    if url.get_backend_name() == "postgresql":
+        host = url.host or url.query.get("host") or "localhost"
+        where = f"PostgreSQL at {host}:{url.port or 5432} (user {url.username or '-'}, database {url.database or '-'})"
+        hint = "check the host, port and credentials in --db / TESTBED_DB and that the server is running"
+    else:
+        where = url.render_as_string(hide_password=True)
+        hint = "check the URL in --db / TESTBED_DB"
+    return HarnessError(f"cannot connect to {where}: {reason}; {hint}")
+
+
+def _sqlite_pragmas(dbapi_connection: Any, pragmas: tuple[str, ...]) -> None:
     # Let SQLAlchemy emit BEGIN itself (see the "begin" hook) instead of pysqlite's
     # implicit, DML-only transaction handling.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA synchronous = NORMAL")
-        cursor.execute("PRAGMA foreign_keys = ON")
+        for pragma in (f"busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}", *pragmas):
+            cursor.execute(f"PRAGMA {pragma}")
     finally:
         cursor.close()
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    _sqlite_pragmas(dbapi_connection, ("journal_mode = WAL", "synchronous = NORMAL", "foreign_keys = ON"))
+
+
+def _sqlite_connect_read_only(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    _sqlite_pragmas(dbapi_connection, ("foreign_keys = ON", "query_only = ON"))
+
+
+def _postgresql_read_only(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    finally:
+        cursor.close()
+    dbapi_connection.commit()
 
 
 def _sqlite_begin(conn: Connection) -> None:
@@ -74,19 +107,22 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql(f"BEGIN {mode}")
 
 
-def make_engine(url: str, *, echo: bool = False) -> Engine:
+def make_engine(url: str, *, echo: bool = False, read_only: bool = False) -> Engine:
     """An engine for `url` (after `normalize_url`), configured as the module doc says."""
     sa_url: URL = make_url(normalize_url(url))
     if sa_url.get_backend_name() == "sqlite":
         database = sa_url.database
-        if database and database != ":memory:" and not database.startswith("file:"):
+        if not read_only and database and database != ":memory:" and not database.startswith("file:"):
             Path(database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(sa_url, echo=echo)
-        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "connect", _sqlite_connect_read_only if read_only else _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
     if sa_url.get_backend_name() == "postgresql":
-        return create_engine(sa_url, echo=echo, pool_pre_ping=True)
+        engine = create_engine(sa_url, echo=echo, pool_pre_ping=True)
+        if read_only:
+            event.listen(engine, "connect", _postgresql_read_only)
+        return engine
     return create_engine(sa_url, echo=echo)
 
 

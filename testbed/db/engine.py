@@ -12,11 +12,19 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.db.connect import SQLITE_BUSY_TIMEOUT_MS, database_url, make_engine, normalize_url, writer_engine
+from testbed.db.connect import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    connection_error,
+    database_url,
+    make_engine,
+    normalize_url,
+    writer_engine,
+)
 from testbed.db.migrate import upgrade as run_upgrade
 
 __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS",
+    "connection_error",
     "database_url",
     "make_engine",
     "normalize_url",

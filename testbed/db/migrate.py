@@ -9,6 +9,8 @@ Contracts:
   It is safe to call concurrently from several processes: on SQLite the migration runs in
   one `BEGIN IMMEDIATE` transaction (transactional DDL), on PostgreSQL under a
   transaction-scoped advisory lock; the second caller finds the work done.
+- A PostgreSQL server that cannot be reached is a one-line `HarnessError`
+  (`testbed.db.engine.connection_error`), never a driver traceback.
 - On SQLite, foreign-key enforcement is off while migrating (a batch "recreate table" would
   otherwise cascade-delete child rows) and `PRAGMA foreign_key_check` must come back empty
   afterwards, else `HarnessError`.
@@ -23,9 +25,11 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DBAPIError
 
 import testbed
-from testbed.db.connect import database_url, make_engine, writer_engine
+from testbed.db.connect import connection_error, database_url, make_engine, writer_engine
 from testbed.errors import HarnessError
 
 ADVISORY_LOCK_KEY = 0x7E57BED
@@ -60,11 +64,21 @@ def head_revision() -> str:
     return head
 
 
+def _connect(engine: Engine) -> Connection:
+    """`engine.connect()`, an unreachable PostgreSQL turned into a `HarnessError`."""
+    try:
+        return engine.connect()
+    except DBAPIError as exc:
+        if engine.dialect.name == "postgresql":
+            raise connection_error(exc, engine.url) from None
+        raise
+
+
 def current_revision(url: str | None = None) -> str | None:
     """The revision the database at `url` is at (None: never migrated)."""
     engine = make_engine(database_url(url))
     try:
-        with engine.connect() as conn:
+        with _connect(engine) as conn:
             return MigrationContext.configure(conn).get_current_revision()
     finally:
         engine.dispose()
@@ -77,7 +91,7 @@ def upgrade(url: str | None = None, revision: str = "head") -> str:
     cfg = alembic_config(resolved)
     engine = writer_engine(make_engine(resolved))
     try:
-        with engine.connect() as conn:
+        with _connect(engine) as conn:
             sqlite = conn.dialect.name == "sqlite"
             if sqlite:
                 # Must run outside any transaction to take effect.

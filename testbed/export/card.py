@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from testbed.export.schema import SCHEMA_VERSION, SCHEMAS, TABLE_NAMES, table_description, type_name
+from testbed.render.format import size
 
 if TYPE_CHECKING:
     from testbed.export.dataset import ExportResult
@@ -29,15 +30,6 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def _cell(text: str) -> str:
@@ -61,7 +53,7 @@ def card_context(result: ExportResult) -> dict[str, Any]:
                 "name": name,
                 "file": f"{name}.parquet",
                 "rows": written.rows if written else 0,
-                "size": _size(written.bytes) if written else "-",
+                "size": size(written.bytes) if written else "-",
                 "redacted": written.rows_redacted if written else 0,
                 "description": table_description(name),
                 "columns": [

@@ -1,14 +1,14 @@
 """`testbed export OUT_DIR`: the run database as a Parquet dataset (registered by the main
 CLI as `app.command("export")(export_command)`).
 
-Bad input (unknown job, unparseable date) raises `InputError` (exit status 2 in the main
-CLI). A Rich progress bar per table is shown on a terminal.
+Bad input (unknown job, unparseable date, a missing or outdated database) raises
+`InputError` (exit status 2 in the main CLI) before anything is written; the database is
+only read (`testbed.db.read.open_read_only`). A Rich progress bar per table is shown on a
+terminal; warnings (stored text) are printed through `testbed.render.terminal`.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -16,12 +16,14 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from testbed.config import project_root
-from testbed.db.engine import database_url, open_database
+from testbed.db.read import make_filter, open_read_only
 from testbed.errors import InputError
 from testbed.export.dataset import export_dataset
-from testbed.export.selection import make_filter
+from testbed.render.terminal import cell
+from testbed.render.terminal import console as table_console
 
 
 class RichExportProgress:
@@ -58,7 +60,7 @@ def export_command(
     """Export runs, tasks, nodes, commands, snapshots, checks, findings and model turns as Parquet + a card."""
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(out_dir, None, "exists and is not a directory")
-    sessions = open_database(database_url(db))
+    sessions = open_read_only(db)
     with sessions() as session:
         selection = make_filter(session, job, since)
     console = Console(stderr=True)
@@ -86,9 +88,8 @@ def export_command(
         table.add_column(column, justify="left" if column == "table" else "right")
     for t in result.tables.values():
         table.add_row(t.table, str(t.rows), str(t.bytes), str(t.rows_redacted))
-    wide = not sys.stdout.isatty() and "COLUMNS" not in os.environ  # a pipe or file gets whole lines
-    out = Console(highlight=False, width=160 if wide else None)
-    out.print(f"exported {result.selection.describe()} to {out_dir} in {result.seconds:.1f} s", soft_wrap=True)
+    out = table_console()
+    out.print(cell(f"exported {result.selection.describe()} to {out_dir} in {result.seconds:.1f} s"), soft_wrap=True)
     out.print(table)
     for warning in result.warnings:
-        out.print(f"[yellow]warning:[/yellow] {warning}")
+        out.print(Text.assemble(("warning:", "yellow"), " ", cell(warning)))

@@ -38,6 +38,7 @@ from testbed.images.importer import import_image
 from testbed.images.pull import pull_image
 from testbed.images.store import ImageStore, StoredImage
 from testbed.model.images import DebootstrapSource, ImageDef, UrlSource, UserSource, load_catalog
+from testbed.render.format import size
 
 app = typer.Typer(help="Image catalog and cache: list, show, pull, import, build.", no_args_is_help=True)
 
@@ -68,18 +69,9 @@ def _lookup(catalog: dict[str, ImageDef], name: str) -> ImageDef:
     return image
 
 
-def _human(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
-
-
 def _report(stored: StoredImage) -> None:
     m = stored.manifest
-    typer.echo(f"{m.name}: key {m.key[:16]}  {_human(m.disk_size)}  {stored.disk}")
+    typer.echo(f"{m.name}: key {m.key[:16]}  {size(m.disk_size)}  {stored.disk}")
 
 
 @app.command("list")
@@ -101,14 +93,14 @@ def list_images() -> None:
                 image.source.type,
                 "yes" if stored else "no",
                 stored.manifest.key[:12] if stored else "",
-                _human(stored.manifest.disk_size) if stored else "",
+                size(stored.manifest.disk_size) if stored else "",
                 str(stored.disk) if stored else "",
             )
         for stored in store.list():
             if stored.manifest.name not in catalog:
                 m = stored.manifest
                 table.add_row(
-                    m.name, "?", "(not in catalog)", "", "yes", m.key[:12], _human(m.disk_size), str(stored.disk)
+                    m.name, "?", "(not in catalog)", "", "yes", m.key[:12], size(m.disk_size), str(stored.disk)
                 )
         Console().print(table)
 
@@ -130,7 +122,7 @@ def show(name: Annotated[str, typer.Argument(help="catalog image name")]) -> Non
         else:
             m = stored.manifest
             typer.echo(
-                f"cache: present, key {m.key}, {_human(m.disk_size)}, created {m.created_at}\n"
+                f"cache: present, key {m.key}, {size(m.disk_size)}, created {m.created_at}\n"
                 f"disk: {stored.disk}\nsource: {m.source}"
             )
 

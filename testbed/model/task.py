@@ -213,6 +213,18 @@ class Task:
         return self.read_script(step.script)
 
 
+def load_definition(directory: Path, *, images: set[str] | None = None) -> TaskDef:
+    """Only the validated `task.toml` of a task directory (no topology, instruction or
+    script is read); every problem is an `InputError`."""
+    toml_path = directory / "task.toml"
+    if not toml_path.exists():
+        raise InputError(directory, None, "not a task directory: task.toml is missing")
+    definition = validate(TaskDef, read_toml(toml_path), toml_path, context={"images": images})
+    if definition.id != directory.name:
+        raise InputError(toml_path, "id", f"'{definition.id}' does not match the directory name '{directory.name}'")
+    return definition
+
+
 def load_task(
     directory: Path,
     *,
@@ -228,11 +240,7 @@ def load_task(
     """
     directory = directory.resolve()
     toml_path = directory / "task.toml"
-    if not toml_path.exists():
-        raise InputError(directory, None, "not a task directory: task.toml is missing")
-    definition = validate(TaskDef, read_toml(toml_path), toml_path, context={"images": images})
-    if definition.id != directory.name:
-        raise InputError(toml_path, "id", f"'{definition.id}' does not match the directory name '{directory.name}'")
+    definition = load_definition(directory, images=images)
     instruction_path = directory / "instruction.md"
     if not instruction_path.exists():
         raise InputError(directory, "instruction.md", "missing: the agent needs an instruction")

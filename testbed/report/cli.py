@@ -1,8 +1,9 @@
 """`testbed report --out FILE.md|FILE.html`: the study's tables for a selection of runs
 (registered by the main CLI as `app.command("report")(report_command)`).
 
-Bad input (unknown job, unparseable date, an --out that is not .md/.html) raises
-`InputError` (exit status 2 in the main CLI); nothing is written then.
+Bad input (unknown job, unparseable date, an --out that is not .md/.html, a missing or
+outdated database) raises `InputError` (exit status 2 in the main CLI); nothing is written
+then. The database is only read (`testbed.db.read.open_read_only`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from typing import Annotated
 
 import typer
 
-from testbed.db.engine import database_url, open_database
-from testbed.export.selection import make_filter
-from testbed.report.figures import compute_figures
+from testbed.db.read import make_filter, open_read_only
+from testbed.db.read.figures import compute_figures
+from testbed.render.terminal import neutralise
 from testbed.report.render import format_for, write_report
 
 
@@ -31,9 +32,9 @@ def report_command(
     """Write pass rates, command failure rates, residue, high-impact classes, completion times and
     reboot regressions of the selected runs to a Markdown or HTML report."""
     format_for(out)  # reject a bad extension before touching the database
-    sessions = open_database(database_url(db))
+    sessions = open_read_only(db)
     with sessions() as session:
         selection = make_filter(session, job, since)
         figures = compute_figures(session, selection)
     fmt = write_report(figures, out)
-    typer.echo(f"wrote {fmt} report of {figures.runs} run(s) ({figures.selection}) to {out}")
+    typer.echo(neutralise(f"wrote {fmt} report of {figures.runs} run(s) ({figures.selection}) to {out}"))

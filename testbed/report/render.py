@@ -20,27 +20,23 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from testbed.db.read.figures import Figures
 from testbed.errors import InputError
-from testbed.report.figures import Figures
-from testbed.report.svg import COLORS, Bar, Span, bar_chart, range_chart
+from testbed.render import palette
+from testbed.render.format import duration_in_units, percent
+from testbed.render.svg import Bar, Span, bar_chart, range_chart
 
 FORMATS: dict[str, str] = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
 
 
 def pct(value: float | None) -> str:
     """`0.625` → `62.5%`; None → `-`."""
-    return "-" if value is None else f"{value * 100:.1f}%"
+    return percent(value, digits=1, missing="-")
 
 
 def dur(seconds: float | None) -> str:
     """Seconds as `12.3 s`, `4.5 min` or `1.2 h`; None → `-`."""
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+    return duration_in_units(seconds)
 
 
 def md(text: object) -> str:
@@ -64,27 +60,28 @@ def _environment(autoescape: bool) -> jinja2.Environment:
 def charts(figures: Figures) -> dict[str, Markup]:
     """The SVG charts of the HTML report, by section."""
     r = figures.residue
+    passed, failed, verdict = palette.OUTCOME["passed"], palette.OUTCOME["failed"], palette.RESIDUE_VERDICT
     return {
         "pass_rates": bar_chart(
             "Pass rate by category",
             [Bar(p.category, p.pass_rate or 0.0,
-                 f"{pct(p.pass_rate)} of {p.passed + p.failed}" if p.passed + p.failed else "-", COLORS["ok"])
+                 f"{pct(p.pass_rate)} of {p.passed + p.failed}" if p.passed + p.failed else "-", passed)
              for p in figures.pass_rates],
             scale=1.0,
         ),
         "command_failures": bar_chart(
             "Agent command failure rate by OS release",
-            [Bar(o.os_release, o.failure_rate or 0.0, f"{pct(o.failure_rate)} of {o.commands}", COLORS["bad"])
+            [Bar(o.os_release, o.failure_rate or 0.0, f"{pct(o.failure_rate)} of {o.commands}", failed)
              for o in figures.command_failures],
             scale=1.0,
         ),
         "residue": bar_chart(
             "Runs by residue verdict",
             [
-                Bar("with residue", r.with_residue, str(r.with_residue), COLORS["bad"]),
-                Bar("without residue", r.without_residue, str(r.without_residue), COLORS["ok"]),
-                Bar("undetermined", r.undetermined, str(r.undetermined), COLORS["warn"]),
-                Bar("not analysed", r.not_analysed, str(r.not_analysed), COLORS["muted"]),
+                Bar("with residue", r.with_residue, str(r.with_residue), verdict["yes"]),
+                Bar("without residue", r.without_residue, str(r.without_residue), verdict["no"]),
+                Bar("undetermined", r.undetermined, str(r.undetermined), verdict["undetermined"]),
+                Bar("not analysed", r.not_analysed, str(r.not_analysed), verdict["not analysed"]),
             ]
             if r.runs
             else [],
@@ -109,7 +106,7 @@ def charts(figures: Figures) -> dict[str, Markup]:
         ),
         "reboot_regressions": bar_chart(
             "Requirements that failed after the reboot (runs)",
-            [Bar(f"{g.task_id} {g.requirement}", g.runs, str(g.runs), COLORS["bad"])
+            [Bar(f"{g.task_id} {g.requirement}", g.runs, str(g.runs), failed)
              for g in figures.reboot_regressions],
         ),
     }  # fmt: skip

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
 from testbed.model.task import discover_tasks, load_task
+from testbed.render.terminal import cell, error_line
 from testbed.runner.events import PhaseEvent, ProvisionProgress, RunEvent, RunFinished, RunStarted
 from testbed.runner.request import RunRequest, RunResult
 from testbed.runner.run import Runner
@@ -87,18 +88,17 @@ async def _run(request: RunRequest, sessions: sessionmaker[Session], settings: S
             def progress(event: RunEvent) -> None:
                 stamp = f"{time.monotonic() - t0:6.1f}s"
                 if isinstance(event, RunStarted):
-                    out.print(
-                        f"run {event.run_id}  task {request.task.id}  image {request.image}  agent {request.agent}"
-                    )
+                    what = f"task {request.task.id}  image {request.image}  agent {request.agent}"
+                    out.print(cell(f"run {event.run_id}  {what}"))
                     status.update("provisioning")
                 elif isinstance(event, PhaseEvent):
                     if not event.started:
-                        out.print(f"{stamp}  {event.phase:<22} {event.status}")
-                    status.update(f"{event.phase}: {event.status}")
+                        out.print(cell(f"{stamp}  {event.phase:<22} {event.status}"))
+                    status.update(cell(f"{event.phase}: {event.status}"))
                 elif isinstance(event, ProvisionProgress):
-                    status.update(f"{event.who}: {event.what}")
+                    status.update(cell(f"{event.who}: {event.what}"))
                 elif isinstance(event, RunFinished):
-                    out.print(f"{stamp}  {'finished':<22} {event.outcome}")
+                    out.print(cell(f"{stamp}  {'finished':<22} {event.outcome}"))
 
             result = await Runner(request, rt, sessions, [progress]).execute()
     _print_result(out, result)
@@ -111,8 +111,9 @@ def _print_result(out: Console, result: RunResult) -> None:
         table.add_column(col)
     for check in result.checks:
         style = {"passed": "green", "failed": "red"}.get(check.status, "yellow")
-        table.add_row(check.check.id, check.point, f"[{style}]{check.status}[/]", str(check.detail.get("reason")))
+        reason = cell(str(check.detail.get("reason")))
+        table.add_row(cell(check.check.id), check.point, cell(check.status, style=style), reason)
     out.print(table)
     if result.error:
-        out.print(f"[red]error:[/red] {result.error}")
+        out.print(error_line("error", result.error))
     out.print(f"outcome: {result.outcome}   (details: testbed runs show {result.run_id[:8]})")

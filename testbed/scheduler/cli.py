@@ -27,13 +27,15 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy import func, select
 
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
-from testbed.db.models import Job, Run
+from testbed.db.read import open_read_only
+from testbed.db.read.jobs import JobProgress, final_errors, job_detail, recent_jobs
 from testbed.errors import InputError
 from testbed.model.job import JobSpec, job_from_options, load_job
+from testbed.render.format import timestamp
+from testbed.render.terminal import cell, error_line
 from testbed.runtime import image_catalog
 from testbed.scheduler.coordinator import CoordinatorConfig, JobSummary
 from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id, run_job
@@ -130,15 +132,7 @@ def _spec(
 def _final_errors(sessions: Any, job_id: str) -> int:
     """Cells whose last run ended as `error` (after every retry)."""
     with sessions() as session:
-        replaced = select(Run.retry_of).where(Run.job_id == job_id, Run.retry_of.is_not(None))
-        return int(
-            session.scalar(
-                select(func.count()).select_from(Run).where(
-                    Run.job_id == job_id, Run.outcome == "error", Run.id.not_in(replaced)
-                )
-            )
-            or 0
-        )
+        return final_errors(session, job_id)
 
 
 def _print_summary(out: Console, s: JobSummary) -> None:
@@ -153,60 +147,57 @@ def _print_summary(out: Console, s: JobSummary) -> None:
 
 # --- jobs ------------------------------------------------------------------------------
 
+JOB_COUNT_COLUMNS = ("pending", "running", "passed", "failed", "error", "cancelled")
 
-def _counts(session: Any, job_id: str) -> dict[str, int]:
-    rows = session.execute(
-        select(Run.state, Run.outcome, func.count()).where(Run.job_id == job_id).group_by(Run.state, Run.outcome)
-    ).all()
-    counts: dict[str, int] = {}
-    for state, outcome, n in rows:
-        key = outcome or ("pending" if state == "pending" else "running")
-        counts[key] = counts.get(key, 0) + int(n)
-    return counts
+
+def _job_counts(job: JobProgress) -> dict[str, int]:
+    """The job's runs as `jobs list` counts them: pending, running, then by outcome."""
+    c = job.counts
+    counts = {"pending": job.pending, "running": job.running, "passed": c.passed, "failed": c.failed,
+              "error": c.error, "cancelled": c.cancelled}  # fmt: skip
+    return {k: v for k, v in counts.items() if v}
 
 
 @jobs_app.command("list")
 def jobs_list(db: DbOption = None, limit: Annotated[int, typer.Option(help="most recent N jobs")] = 20) -> None:
     """Jobs, newest first, with their runs by state and outcome."""
-    sessions = open_database(database_url(db))
-    table = Table()
-    for col in ("job", "name", "created", "runs", "pending", "running", "passed", "failed", "error", "cancelled"):
-        table.add_column(col)
+    sessions = open_read_only(db)
     with sessions() as session:
-        for job in session.scalars(select(Job).order_by(Job.created_at.desc()).limit(limit)):
-            c = _counts(session, job.id)
-            name = job.name + (" [cancelled]" if job.cancelled_at else "")
-            table.add_row(
-                job.id[:12], name, job.created_at.strftime("%Y-%m-%d %H:%M"), str(sum(c.values())),
-                *(str(c.get(k, 0)) for k in ("pending", "running", "passed", "failed", "error", "cancelled")),
-            )
+        jobs = recent_jobs(session, limit)
+    table = Table()
+    for col in ("job", "name", "created", "runs", *JOB_COUNT_COLUMNS):
+        table.add_column(col)
+    for job in jobs:
+        counts = _job_counts(job)
+        name = job.name + (" [cancelled]" if job.cancelled_at else "")
+        table.add_row(
+            job.id[:12], cell(name), timestamp(job.created_at, seconds=False), str(job.counts.total),
+            *(str(counts.get(k, 0)) for k in JOB_COUNT_COLUMNS),
+        )  # fmt: skip
     Console().print(table)
 
 
 @jobs_app.command("show")
 def jobs_show(job: Annotated[str, typer.Argument(help="job id or prefix")], db: DbOption = None) -> None:
     """A job's settings, its runs by state and outcome, and every run (retries included)."""
-    sessions = open_database(database_url(db))
-    job_id = resolve_job_id(sessions, job)
-    out = Console(highlight=False)
+    sessions = open_read_only(db)
     with sessions() as session:
-        row = session.get(Job, job_id)
-        assert row is not None
-        spec = (row.config or {}).get("spec", {})
-        out.print(f"job {row.id}  name {row.name}  created {row.created_at:%Y-%m-%d %H:%M:%S}"
-                  + (f"  cancelled {row.cancelled_at:%Y-%m-%d %H:%M:%S}" if row.cancelled_at else ""))
-        out.print(f"agent {spec.get('agent')}  attempts {spec.get('attempts')}  retry {spec.get('retry')}")
-        out.print("runs: " + ", ".join(f"{k} {v}" for k, v in sorted(_counts(session, job_id).items())))
-        table = Table()
-        for col in ("run", "task", "image", "attempt", "retry", "state", "outcome", "host", "lease", "error"):
-            table.add_column(col, overflow="fold")
-        runs = session.scalars(select(Run).where(Run.job_id == job_id).order_by(Run.task_id, Run.variant,
-                                                                                Run.attempt, Run.created_at))
-        for r in runs:
-            table.add_row(
-                r.id[:8], r.task_id, r.variant or "", str(r.attempt), str(r.retry), r.state, r.outcome or "",
-                (r.host or "")[:40], (r.lease_owner or "")[:30], (r.error or "")[:60],
-            )
+        detail = job_detail(session, job)
+    out = Console(highlight=False)
+    j = detail.job
+    cancelled = f"  cancelled {timestamp(j.cancelled_at)}" if j.cancelled_at else ""
+    out.print(cell(f"job {j.id}  name {j.name}  created {timestamp(j.created_at)}{cancelled}"))
+    spec = detail.config.get("spec", {})
+    out.print(cell(f"agent {spec.get('agent')}  attempts {spec.get('attempts')}  retry {spec.get('retry')}"))
+    out.print("runs: " + ", ".join(f"{k} {v}" for k, v in sorted(_job_counts(j).items())))
+    table = Table()
+    for col in ("run", "task", "image", "attempt", "retry", "state", "outcome", "host", "lease", "error"):
+        table.add_column(col, overflow="fold")
+    for r in detail.runs:
+        table.add_row(
+            r.id[:8], cell(r.task_id), cell(r.variant or ""), str(r.attempt), str(r.retry), r.state, r.outcome or "",
+            cell((r.host or "")[:40]), cell((r.lease_owner or "")[:30]), cell((r.error or "")[:60]),
+        )  # fmt: skip
     out.print(table)
 
 
@@ -235,10 +226,10 @@ def main() -> None:
     try:
         app()
     except InputError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(error_line("error", str(exc)), highlight=False)
         sys.exit(2)
     except HarnessError as exc:
-        err.print(f"[red]harness error:[/red] {exc}", highlight=False)
+        err.print(error_line("harness error", str(exc)), highlight=False)
         sys.exit(3)
 
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.agents.scripted import make_agent
 from testbed.config import Settings
 from testbed.db.models import Job
+from testbed.db.read import ids as read_ids
 from testbed.errors import InputError
 from testbed.hypervisor.labhost import LabFiles, files_of_lab
 from testbed.hypervisor.labstate import LabState
@@ -105,14 +105,9 @@ def create(db: sessionmaker[Session], prepared: PreparedJob) -> str:
 
 
 def resolve_job_id(db: sessionmaker[Session], ref: str) -> str:
-    """A job id from a full id or a unique prefix (`InputError` otherwise)."""
+    """A job id from a full id or a unique literal prefix (`testbed.db.read.ids`; `InputError` otherwise)."""
     with db() as session:
-        matches = list(session.scalars(select(Job.id).where(Job.id.startswith(ref)).limit(5)))
-    if not matches:
-        raise InputError(None, "JOB_ID", f"no job '{ref}'")
-    if len(matches) > 1:
-        raise InputError(None, "JOB_ID", f"'{ref}' is ambiguous: {', '.join(m[:12] for m in matches)}")
-    return matches[0]
+        return read_ids.resolve_job_id(session, ref, field="JOB_ID")
 
 
 def load_prepared(db: sessionmaker[Session], job_id: str) -> tuple[PreparedJob, bool]:

@@ -15,17 +15,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from testbed.render.format import duration
 from testbed.scheduler.coordinator import Snapshot
 from testbed.scheduler.store import PendingRun, RecoverReport
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
 
 
 def render(snapshot: Snapshot) -> Group:
@@ -41,7 +33,7 @@ def render(snapshot: Snapshot) -> Group:
         ("failed ", "red"), str(o.get("failed", 0)), "   ",
         ("error ", "yellow"), str(o.get("error", 0)), f" (harness; {snapshot.retries} retried)   ",
         ("cancelled ", "dim"), str(o.get("cancelled", 0)),
-    )
+    )  # fmt: skip
     hosts = Table(box=None, padding=(0, 2))
     for col in ("host", "VM slots", "booting"):
         hosts.add_column(col)
@@ -50,8 +42,8 @@ def render(snapshot: Snapshot) -> Group:
         hosts.add_row(h.name, f"{h.used_slots:>3}/{h.vm_slots:<3} {bar:<10}", str(h.booting))
     state = "[yellow]stopping: tearing labs down (Ctrl-C again: at once)[/]" if snapshot.stopping else ""
     footer = Text.from_markup(
-        f"job {snapshot.job_id[:8]}   elapsed {_duration(snapshot.elapsed_s)}   "
-        f"left ~{_duration(snapshot.eta_s)}   {state}"
+        f"job {snapshot.job_id[:8]}   elapsed {duration(snapshot.elapsed_s, missing='?')}   "
+        f"left ~{duration(snapshot.eta_s, missing='?')}   {state}"
     )
     return Group(phases, outcome_line, hosts, footer)
 

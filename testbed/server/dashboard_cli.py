@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from testbed.errors import InputError
+from testbed.render.terminal import neutralise
 
 EXIT_INPUT = 2
 
@@ -70,7 +71,7 @@ def dashboard_command(
 
         app = create_app(db, token=token or None)
     except InputError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {neutralise(str(exc))}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
 
     import uvicorn

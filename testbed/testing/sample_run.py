@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from testbed.db.queries import RunDetail, run_detail
+from testbed.db.read import RunDetail, run_detail
 from testbed.db.recorder import Database, RunRecorder, engine_of
 from testbed.db.records import CommandRecord
 from testbed.db.types import utcnow

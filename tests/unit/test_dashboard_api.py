@@ -75,7 +75,7 @@ def test_overview_totals_rates_and_shares(client: httpx.Client) -> None:
 def test_high_impact_count_uses_the_partial_index(client: httpx.Client, seeded: tuple[str, DemoData]) -> None:
     from sqlalchemy.orm import Session
 
-    from testbed.server.dashboard.data import impactful_clause
+    from testbed.db.read.commands import impactful_clause
 
     engine = create_app(seeded[0]).state.engine
     with Session(engine) as session:

@@ -87,6 +87,7 @@ def test_runs_list_and_show(url: str) -> None:
 
 
 def test_runs_show_unknown_id_is_input_error(url: str) -> None:
+    open_database(url)
     result = runner.invoke(runs_app, ["show", "deadbeef", "--db", url])
     assert result.exit_code != 0
     assert isinstance(result.exception, InputError)

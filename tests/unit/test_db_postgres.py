@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.db.engine import make_engine, normalize_url, open_database
 from testbed.db.migrate import head_revision, upgrade
 from testbed.db.models import Base, Command, Snapshot
-from testbed.db.queries import run_detail
+from testbed.db.read import run_detail
 from testbed.db.recorder import RunRecorder
 from testbed.db.records import CommandRecord
 from testbed.db.types import utcnow

@@ -17,11 +17,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.agents.turns import ModelTurnWriter, TurnRecord
 from testbed.db.engine import open_database
 from testbed.db.models import Check, Command, Finding, ModelTurn, Node, Run, Snapshot
+from testbed.db.read import RunFilter, make_filter, parse_since
 from testbed.db.recorder import RunRecorder, create_job
 from testbed.db.records import CommandRecord
 from testbed.errors import InputError
-from testbed.export import SCHEMAS, TABLE_NAMES, RunFilter, export_dataset, parse_since
-from testbed.export.selection import make_filter
+from testbed.export import SCHEMAS, TABLE_NAMES, export_dataset
 from testbed.testing.sample_run import record_sample_run
 
 SECRET_PW = "Tr0ub4dorX3x"

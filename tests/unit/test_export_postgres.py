@@ -17,8 +17,9 @@ from sqlalchemy.engine import make_url
 
 from testbed.db.engine import normalize_url, open_database
 from testbed.db.models import Run
-from testbed.export import SCHEMAS, TABLE_NAMES, RunFilter, export_dataset
-from testbed.report.figures import compute_figures
+from testbed.db.read import RunFilter
+from testbed.db.read.figures import compute_figures
+from testbed.export import SCHEMAS, TABLE_NAMES, export_dataset
 from testbed.testing.sample_run import record_sample_run
 from tests.unit.test_export_dataset import plain_turns, record_turns
 from tests.unit.test_report_figures import JOB, seed_database

@@ -40,6 +40,8 @@ LAYERS: dict[str, int] = {
     "model": 0,
     # the run database
     "db": 1,
+    # how things look: formatters, palette, SVG, terminal-safe text (imports only itself)
+    "render": 1,
     # the domain: machines, guests, probes, analysis, agents, and what they share
     "hypervisor": 2,
     "guest": 2,

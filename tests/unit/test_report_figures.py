@@ -27,10 +27,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.db.engine import open_database
 from testbed.db.models import Run
-from testbed.db.recorder import RunRecorder, create_job
-from testbed.db.records import CommandRecord
-from testbed.export.selection import RunFilter
-from testbed.report.figures import (
+from testbed.db.read import RunFilter
+from testbed.db.read.figures import (
     UNKNOWN,
     CategoryPassRate,
     CompletionTimes,
@@ -41,6 +39,8 @@ from testbed.report.figures import (
     ResidueSummary,
     compute_figures,
 )
+from testbed.db.recorder import RunRecorder, create_job
+from testbed.db.records import CommandRecord
 
 DEBIAN = "Debian GNU/Linux 12 (bookworm)"
 UBUNTU = "Ubuntu 24.04 LTS"

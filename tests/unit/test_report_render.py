@@ -12,9 +12,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
 from testbed.db.engine import open_database
+from testbed.db.read.figures import compute_figures
 from testbed.errors import InputError
 from testbed.report.cli import report_command
-from testbed.report.figures import compute_figures
 from testbed.report.render import dur, format_for, pct, render_html, render_markdown
 from tests.unit.test_report_figures import DEBIAN, JOB, seed_database
 

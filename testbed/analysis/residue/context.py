@@ -19,6 +19,7 @@ from testbed.analysis.attribution import UNATTRIBUTED, Attribution, CommandView,
 from testbed.analysis.residue.paths import unit_name, unit_stem
 from testbed.model.task import Expected
 from testbed.probes.diff import ItemChange
+from testbed.render.format import size
 
 _GLOB_CHARS = "*?["
 
@@ -155,14 +156,7 @@ def _l(value: Any) -> list[Any]:
 
 def _size(n: Any) -> str:
     """`12 B`, `1.5 KiB`, … (`?` when unknown)."""
-    if not isinstance(n, int):
-        return "?"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB"):
-        if value < 1024:
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
+    return size(n) if isinstance(n, int) else "?"
 
 
 def _what(c: ItemChange) -> str:

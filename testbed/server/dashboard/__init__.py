@@ -4,6 +4,6 @@
 `testbed.server.dashboard_cli.dashboard_command` serves it with uvicorn.
 """
 
-from testbed.server.dashboard.app import create_app, readonly_engine
+from testbed.server.dashboard.app import create_app
 
-__all__ = ["create_app", "readonly_engine"]
+__all__ = ["create_app"]

@@ -4,13 +4,14 @@ database.
 Contracts:
 
 - Read-only: only GET (and HEAD) requests are served, every other method gets 405 before
-  any route runs; the engine refuses writes (`PRAGMA query_only` on SQLite, read-only
-  session characteristics on PostgreSQL) and the dashboard never migrates.
+  any route runs; the engine is `testbed.db.read.read_only_engine` (refuses writes, never
+  creates or migrates: a missing or outdated database is an `InputError`). Every page and
+  API answer comes from the read model `testbed.db.read` (the run page through `data`).
 - Pages: `/` (overview), `/runs` (filtered, sorted, paged list; everything in the query
   string), `/runs/{id}` (one run; `?cpage=N` pages its command log),
   `/runs/{id}/commands/{seq}` (one command with its full output), `/tasks`.
   API: `/api/overview`, `/api/runs`, `/api/runs/{id}`, `/api/runs/{id}/commands/{seq}`,
-  `/api/tasks` — the same data as JSON (see `data.to_jsonable`).
+  `/api/tasks` — the same data as JSON (see `testbed.db.read.jsonable.to_jsonable`).
 - Bad query values → 400; unknown run → 404; an ambiguous run prefix → 400 (JSON
   `{"detail": ...}` under `/api`, an HTML page elsewhere).
 - With a token, every request must carry it: `Authorization: Bearer TOKEN`, the cookie
@@ -34,14 +35,17 @@ from urllib.parse import urlencode
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from sqlalchemy import Engine, event, inspect
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from testbed.db.engine import database_url, make_engine
-from testbed.db.queries import RunNotFound
+from testbed.db.read import IdNotFound, read_only_engine, to_jsonable
+from testbed.db.read.commands import command_page_of, full_command
+from testbed.db.read.overview import overview, tasks
+from testbed.db.read.runlist import RunsQuery, runs_page
 from testbed.errors import InputError
-from testbed.server.dashboard import data, svg
+from testbed.render import format as fmt
+from testbed.render import palette, svg
+from testbed.server.dashboard.data import run_page
 
 TEMPLATES = Path(__file__).with_name("templates")
 """Directory of the Jinja2 templates (`*.html.j2`), shipped as package data."""
@@ -55,75 +59,7 @@ REFRESH_SECONDS = 5
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
-# --- database ------------------------------------------------------------------------------
-
-
-def readonly_engine(url: str | None = None) -> Engine:
-    """An engine on `url` (resolved by `database_url`) whose connections refuse writes.
-
-    Raises `InputError` when a SQLite file does not exist or the database has no `runs`
-    table (never migrated), instead of creating anything."""
-    resolved = database_url(url)
-    sa_url = make_url(resolved)
-    if sa_url.get_backend_name() == "sqlite":
-        database = sa_url.database or ""
-        if database and database != ":memory:" and not database.startswith("file:") and not Path(database).is_file():
-            raise InputError(None, "--db", f"no database file at {database}; run `testbed db upgrade` to create one")
-    engine = make_engine(resolved)
-    if engine.dialect.name == "sqlite":
-
-        def _query_only(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.execute("PRAGMA query_only = ON")
-
-        event.listen(engine, "connect", _query_only)
-    elif engine.dialect.name == "postgresql":
-
-        def _read_only(dbapi_connection: Any, _record: Any) -> None:
-            cursor = dbapi_connection.cursor()
-            try:
-                cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-            finally:
-                cursor.close()
-            dbapi_connection.commit()
-
-        event.listen(engine, "connect", _read_only)
-    with engine.connect() as conn:
-        if not inspect(conn).has_table("runs"):
-            engine.dispose()
-            raise InputError(None, "--db", f"{sa_url.render_as_string()} has no run tables; run `testbed db upgrade`")
-    return engine
-
-
-# --- formatting helpers (template filters) ------------------------------------------------
-
-
-def fmt_ts(value: datetime | str | None) -> str:
-    """`YYYY-MM-DD HH:MM:SS` in UTC, or `-`."""
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def fmt_dur(seconds: float | None) -> str:
-    """A short human duration (`850ms`, `4.2s`, `3m05s`, `1h02m`), or `-`."""
-    if seconds is None:
-        return "-"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    if seconds < 3600:
-        minutes, secs = divmod(round(seconds), 60)
-        return f"{minutes}m{secs:02d}s"
-    hours, rest = divmod(round(seconds), 3600)
-    return f"{hours}h{rest // 60:02d}m"
-
-
-def fmt_pct(value: float | None) -> str:
-    """`73%`, or an en dash when None."""
-    return "\u2013" if value is None else f"{value * 100:.0f}%"
+# --- template filters ----------------------------------------------------------------------
 
 
 def fmt_json(value: Any) -> str:
@@ -131,15 +67,6 @@ def fmt_json(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
-
-
-def fmt_bytes(n: int) -> str:
-    """`512 B`, `4.0 KiB`, `1.2 MiB`."""
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / 1024 / 1024:.1f} MiB"
 
 
 def _environment() -> Environment:
@@ -150,14 +77,15 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(ts=fmt_ts, dur=fmt_dur, pct=fmt_pct, pjson=fmt_json, size=fmt_bytes)
+    env.filters.update(ts=fmt.timestamp, dur=fmt.duration, pct=fmt.percent, pjson=fmt_json, size=fmt.size)
     env.globals.update(
         svg=svg,
         urlencode=urlencode,
         short=lambda run_id: run_id[:8],
-        command_page_of=data.command_page_of,
+        command_page_of=command_page_of,
         refresh_seconds=REFRESH_SECONDS,
-        colours=svg.COLOURS,
+        colours=palette.OUTCOME,
+        palette=palette,
     )
     return env
 
@@ -169,30 +97,32 @@ def _params(request: Request) -> dict[str, str]:
     return {k: v for k, v in request.query_params.items() if k != "token"}
 
 
-def create_app(engine: Engine | str | None = None, *, token: str | None = None) -> FastAPI:
-    """The dashboard app over `engine` (or a URL / None → `readonly_engine`), requiring
-    `token` on every request when given (see the module contract)."""
-    db = engine if isinstance(engine, Engine) else readonly_engine(engine)
-    env = _environment()
-    for name in env.list_templates(filter_func=lambda n: n.endswith(".j2")):
-        env.get_template(name)  # compile now rather than on the first request
-    app = FastAPI(title="testbed dashboard", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.engine = db
-    app.state.token = token
+class _Views:
+    """Renders the templates and the error answers (JSON under `/api`, HTML elsewhere)."""
 
-    def render(name: str, request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+
+    def render(self, name: str, request: Request, status_code: int = 200, **context: Any) -> HTMLResponse:
+        """Template `name` as a page."""
         context.setdefault("refresh", False)
         context.setdefault("nav", "")
-        html = env.get_template(name).render(request_path=request.url.path, now=datetime.now(UTC), **context)
+        html = self.env.get_template(name).render(request_path=request.url.path, now=datetime.now(UTC), **context)
         return HTMLResponse(html, status_code=status_code)
 
-    def is_api(request: Request) -> bool:
-        return request.url.path.startswith("/api/") or request.url.path == "/api"
-
-    def problem(request: Request, status: int, message: str) -> Response:
-        if is_api(request):
+    def problem(self, request: Request, status: int, message: str) -> Response:
+        """An error answer with `status` and `message`."""
+        if _is_api(request):
             return JSONResponse({"detail": message}, status_code=status)
-        return render("error.html.j2", request, status_code=status, status=status, message=message)
+        return self.render("error.html.j2", request, status_code=status, status=status, message=message)
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith("/api/") or request.url.path == "/api"
+
+
+def _add_guard(app: FastAPI, token: str | None, views: _Views) -> None:
+    """The method and token checks, and the answers to bad input."""
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -210,11 +140,13 @@ def create_app(engine: Engine | str | None = None, *, token: str | None = None) 
         via_query = request.query_params.get("token")
         candidates = [given, request.cookies.get(TOKEN_COOKIE, ""), via_query or ""]
         if not any(c and hmac.compare_digest(c.encode(), token.encode()) for c in candidates):
-            response = problem(request, 401, "a valid token is required (Authorization: Bearer TOKEN, or ?token=TOKEN)")
+            response = views.problem(
+                request, 401, "a valid token is required (Authorization: Bearer TOKEN, or ?token=TOKEN)"
+            )
             response.headers["WWW-Authenticate"] = "Bearer"
             return response
         if via_query and hmac.compare_digest(via_query.encode(), token.encode()):
-            if not is_api(request):
+            if not _is_api(request):
                 rest = urlencode(_params(request))
                 response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
             else:
@@ -225,34 +157,36 @@ def create_app(engine: Engine | str | None = None, *, token: str | None = None) 
 
     @app.exception_handler(InputError)
     async def input_error(request: Request, exc: InputError) -> Response:
-        return problem(request, 404 if isinstance(exc, RunNotFound) else 400, str(exc))
+        return views.problem(request, 404 if isinstance(exc, IdNotFound) else 400, str(exc))
 
-    # --- pages -------------------------------------------------------------------------
+
+def _add_pages(app: FastAPI, db: Engine, views: _Views) -> None:
+    """The HTML pages."""
 
     @app.get("/", response_class=HTMLResponse)
     def overview_page(request: Request) -> Response:
         """Totals, pass rates, shares and jobs."""
         with Session(db) as session:
-            ov = data.overview(session)
-        return render("overview.html.j2", request, ov=ov, refresh=ov.unfinished > 0, nav="overview")
+            ov = overview(session)
+        return views.render("overview.html.j2", request, ov=ov, refresh=ov.unfinished > 0, nav="overview")
 
     @app.get("/runs", response_class=HTMLResponse)
     def runs_list_page(request: Request) -> Response:
         """The runs list (filters, sort and page in the query string)."""
-        f = data.RunFilter.parse(_params(request))
+        f = RunsQuery.parse(_params(request))
         with Session(db) as session:
-            page = data.runs_page(session, f)
-        return render("runs.html.j2", request, page=page, f=f, refresh=page.unfinished > 0, nav="runs")
+            page = runs_page(session, f)
+        return views.render("runs.html.j2", request, page=page, f=f, refresh=page.unfinished > 0, nav="runs")
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_detail_page(request: Request, run_id: str, cpage: int = 1) -> Response:
         """One run: timeline, nodes, checks, findings, snapshot differences, command log."""
         with Session(db) as session:
-            rp = data.run_page(session, run_id, command_page=cpage)
+            rp = run_page(session, run_id, command_page_no=cpage)
         now_s = None
         if rp.run.outcome is None and rp.phases:
             now_s = (datetime.now(UTC) - rp.phases[0].started_at).total_seconds()
-        return render(
+        return views.render(
             "run.html.j2",
             request,
             rp=rp,
@@ -266,32 +200,34 @@ def create_app(engine: Engine | str | None = None, *, token: str | None = None) 
     def command_page(request: Request, run_id: str, seq: int) -> Response:
         """One command with its complete output."""
         with Session(db) as session:
-            cmd = data.full_command(session, run_id, seq)
+            cmd = full_command(session, run_id, seq)
         if cmd is None:
-            return problem(request, 404, f"run {run_id} has no command {seq}")
-        return render("command.html.j2", request, c=cmd, nav="runs")
+            return views.problem(request, 404, f"run {run_id} has no command {seq}")
+        return views.render("command.html.j2", request, c=cmd, nav="runs")
 
     @app.get("/tasks", response_class=HTMLResponse)
     def tasks_page(request: Request) -> Response:
         """Every task with its variants and their pass rates."""
         with Session(db) as session:
-            rows = data.tasks(session)
-        return render("tasks.html.j2", request, tasks=rows, nav="tasks")
+            rows = tasks(session)
+        return views.render("tasks.html.j2", request, tasks=rows, nav="tasks")
 
-    # --- API ---------------------------------------------------------------------------
+
+def _add_api(app: FastAPI, db: Engine, views: _Views) -> None:
+    """The JSON API."""
 
     @app.get("/api/overview")
     def api_overview() -> JSONResponse:
-        """`data.Overview` as JSON."""
+        """`testbed.db.read.overview.Overview` as JSON."""
         with Session(db) as session:
-            return JSONResponse(data.to_jsonable(data.overview(session)))
+            return JSONResponse(to_jsonable(overview(session)))
 
     @app.get("/api/runs")
     def api_runs(request: Request) -> JSONResponse:
         """A page of runs: `{"total", "page", "pages", "size", "runs": [...]}`."""
-        f = data.RunFilter.parse(_params(request))
+        f = RunsQuery.parse(_params(request))
         with Session(db) as session:
-            page = data.runs_page(session, f)
+            page = runs_page(session, f)
         runs = []
         for row in page.rows:
             item = row.run.to_dict()
@@ -316,28 +252,43 @@ def create_app(engine: Engine | str | None = None, *, token: str | None = None) 
 
     @app.get("/api/runs/{run_id}")
     def api_run(run_id: str, cpage: int = 1) -> JSONResponse:
-        """`data.RunPage` as JSON (command outputs cut to `PREVIEW_CHARS`; the full command
-        is at `/api/runs/{id}/commands/{seq}`)."""
+        """`data.RunPage` as JSON (command outputs cut to `PREVIEW_CHARS`; the full command is
+        at `/api/runs/{id}/commands/{seq}`)."""
         with Session(db) as session:
-            rp = data.run_page(session, run_id, command_page=cpage)
-        return JSONResponse(data.to_jsonable(rp))
+            rp = run_page(session, run_id, command_page_no=cpage)
+        return JSONResponse(to_jsonable(rp))
 
     @app.get("/api/runs/{run_id}/commands/{seq}")
     def api_command(request: Request, run_id: str, seq: int) -> Response:
         """Every column of one command."""
         with Session(db) as session:
-            cmd = data.full_command(session, run_id, seq)
+            cmd = full_command(session, run_id, seq)
         if cmd is None:
-            return problem(request, 404, f"run {run_id} has no command {seq}")
+            return views.problem(request, 404, f"run {run_id} has no command {seq}")
         return JSONResponse(cmd)
 
     @app.get("/api/tasks")
     def api_tasks() -> JSONResponse:
-        """`[data.TaskRow]` as JSON."""
+        """`[testbed.db.read.overview.TaskRow]` as JSON."""
         with Session(db) as session:
-            return JSONResponse(data.to_jsonable(data.tasks(session)))
+            return JSONResponse(to_jsonable(tasks(session)))
 
+
+def create_app(engine: Engine | str | None = None, *, token: str | None = None) -> FastAPI:
+    """The dashboard app over `engine` (or a URL / None → `read_only_engine`), requiring
+    `token` on every request when given (see the module contract)."""
+    db = engine if isinstance(engine, Engine) else read_only_engine(engine)
+    env = _environment()
+    for name in env.list_templates(filter_func=lambda n: n.endswith(".j2")):
+        env.get_template(name)  # compile now rather than on the first request
+    app = FastAPI(title="testbed dashboard", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.engine = db
+    app.state.token = token
+    views = _Views(env)
+    _add_guard(app, token, views)
+    _add_pages(app, db, views)
+    _add_api(app, db, views)
     return app
 
 
-__all__ = ["create_app", "readonly_engine"]
+__all__ = ["create_app"]
