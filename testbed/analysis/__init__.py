@@ -5,15 +5,15 @@ Public API:
 - `classify(command) -> list[str]`, `analyze(command) -> list[Hit]` (`impact`)
 - `SafetyPolicy`, `SafetyDecision`, `RULES` (`safety`)
 - `redact(text) -> RedactionResult` (`redact`)
-- `parse(command) -> Parsed` (`shell`, the parser both rely on)
+- `parse(command) -> Parsed` (`command`, the one parse every rule relies on)
 """
 
 from __future__ import annotations
 
+from testbed.analysis.command import Parsed, SimpleCommand, parse
 from testbed.analysis.impact import IMPACT_CLASSES, Hit, analyze, classify
 from testbed.analysis.redact import RedactionResult, redact
 from testbed.analysis.safety import DEFAULT_POLICY, RULES, SafetyDecision, SafetyPolicy
-from testbed.analysis.shell import Parsed, SimpleCommand, parse
 
 __all__ = [
     "DEFAULT_POLICY",
