@@ -16,17 +16,22 @@ bonus — reads it from here, so they cannot disagree:
 
 from __future__ import annotations
 
+from testbed.analysis.command.effects import Effects
+from testbed.analysis.command.line import CommandLine, effects_of
 from testbed.analysis.command.options import Options, scan
 from testbed.analysis.command.parsed import SHELLS, Parsed, Redirect, SimpleCommand, command_name
 from testbed.analysis.command.shell import parse
 
 __all__ = [
     "SHELLS",
+    "CommandLine",
+    "Effects",
     "Options",
     "Parsed",
     "Redirect",
     "SimpleCommand",
     "command_name",
+    "effects_of",
     "parse",
     "scan",
 ]
