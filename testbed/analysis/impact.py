@@ -89,7 +89,7 @@ The rules only read `Effects` (what each simple command does, parsed once by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -163,6 +163,8 @@ FIREWALL_UNITS = frozenset(
     }
 )
 SECURITY_UNITS = frozenset({"apparmor", "auditd", "selinux", "selinux-autorelabel"})
+_FLUSHES = frozenset({"ip-address-flush", "ip-route-flush", "ip-rule-flush"})
+"""The flushes network_flush counts (not the neighbour cache, conntrack: see `study`)."""
 _REMOVAL_RULES = {"rm": "rm-recursive-force", "find": "find-delete", "git": "git-clean-force"}
 
 
@@ -194,7 +196,7 @@ def _recursive_force_remove(eff: Effects) -> _Result:
 
 
 def _network_flush(eff: Effects) -> _Result:
-    yield from ((f.id, f.targets) for f in eff.network)
+    yield from ((f.id, f.targets) for f in eff.network if f.kind == "down" or f.id in _FLUSHES)
     yield from ((f.id, f.targets) for f in eff.firewall if f.action == "flush")
     stopped = _stopped_in(eff, NETWORK_UNITS)
     if stopped:
@@ -202,7 +204,7 @@ def _network_flush(eff: Effects) -> _Result:
 
 
 def _firewall_disable(eff: Effects) -> _Result:
-    yield from ((f.id, f.targets) for f in eff.firewall)
+    yield from ((f.id, f.targets) for f in eff.firewall if f.action != "set-flush")
     stopped = _stopped_in(eff, FIREWALL_UNITS)
     if stopped:
         yield "firewall-service-stop", stopped
@@ -258,9 +260,10 @@ def _pipe_to_shell(eff: Effects) -> _Result:
     yield from ((f.id, f.targets) for f in eff.shell_downloads)
 
 
-_Rule = Callable[[Effects], _Result]
+Rule = Callable[[Effects], Iterator[tuple[str, tuple[str, ...]]]]
+"""A class's rule: yields (rule id, targets) for one simple command's effects."""
 
-RULES: dict[str, _Rule] = {
+RULES: dict[str, Rule] = {
     "service_stop": _service_stop,
     "force_kill": _force_kill,
     "recursive_force_remove": _recursive_force_remove,
@@ -279,11 +282,12 @@ RULES: dict[str, _Rule] = {
 """Per-command rules by class (fork_bomb needs the whole parse; see `_fork_bombs`)."""
 
 
-def hits_for_step(eff: Effects) -> list[Hit]:
-    """All hits of one simple command (its rule ids deduplicated per class)."""
+def hits_for_step(eff: Effects, rules: Mapping[str, Rule] = RULES) -> list[Hit]:
+    """All hits of one simple command under `rules` (class -> rule; each (rule id,
+    targets) once per class)."""
     hits: list[Hit] = []
     cmd = eff.command
-    for cls, rule in RULES.items():
+    for cls, rule in rules.items():
         seen: set[tuple[str, tuple[str, ...]]] = set()
         for rule_id, targets in rule(eff):
             if (rule_id, targets) not in seen:

@@ -34,10 +34,13 @@ class Write:
 
 @dataclass(frozen=True)
 class Fact:
-    """An operation with no further structure: `id` names it, `targets` what it acts on."""
+    """An operation with no further structure: `id` names it, `targets` what it acts on,
+    `kind` groups ids where a family has several (network: ``flush`` empties a table of
+    network state, ``down`` takes connectivity away)."""
 
     id: str
     targets: tuple[str, ...] = ()
+    kind: str = ""
 
 
 @dataclass(frozen=True)
@@ -108,9 +111,10 @@ class PackageOp:
 
 @dataclass(frozen=True)
 class FirewallOp:
-    """A packet-filter operation: `action` ``flush`` (rules emptied), ``policy-accept``
-    (default policy ACCEPT), ``disable`` (`ufw disable/reset`) or ``trusted-default``
-    (firewalld default zone `trusted`)."""
+    """A packet-filter operation: `action` ``flush`` (rules emptied), ``set-flush`` (a set
+    or map emptied: `nft flush set`, `ipset flush`), ``policy-accept`` (default policy
+    ACCEPT), ``disable`` (`ufw disable`), ``reset`` (`ufw reset`: rules deleted, filter
+    off) or ``trusted-default`` (firewalld default zone `trusted`)."""
 
     id: str
     action: str

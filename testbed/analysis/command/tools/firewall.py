@@ -2,8 +2,8 @@
 
 `firewall_write` for every rule-changing invocation (listing, checking and dry runs are
 not); `FirewallOp`s for what empties or opens the filter: `-F`/`--flush` (any table, also
-`-tF`/`-wF`), `nft flush|delete ruleset|table|chain`, `-P CHAIN ACCEPT`, `ufw
-disable|reset`, `firewall-cmd --set-default-zone=trusted`.
+`-tF`/`-wF`), `nft flush|delete ruleset|table|chain`, `nft flush set|map`, `ipset flush`, `-P CHAIN
+ACCEPT`, `ufw disable|reset`, `firewall-cmd --set-default-zone=trusted`.
 """
 
 from __future__ import annotations
@@ -110,6 +110,8 @@ def nft(eff: Effects, cwd: str | None) -> None:
     words = " ".join(ops).replace(";", " ").split()
     if len(words) >= 2 and words[0] in ("flush", "delete") and words[1] in ("ruleset", "table", "chain"):
         eff.firewall.append(FirewallOp(f"nft-{words[0]}-{words[1]}", "flush", tuple(words[2:])))
+    elif len(words) >= 2 and words[0] == "flush" and words[1] in ("set", "map", "meter", "flowtable"):
+        eff.firewall.append(FirewallOp(f"nft-flush-{words[1]}", "set-flush", tuple(words[2:])))
 
 
 def ufw(eff: Effects, cwd: str | None) -> None:
@@ -117,7 +119,7 @@ def ufw(eff: Effects, cwd: str | None) -> None:
     if ops and ops[0] in _UFW_WRITES:
         eff.firewall_write = True
     if ops[:1] in (("disable",), ("reset",)) and "--dry-run" not in eff.args:
-        eff.firewall.append(FirewallOp(f"ufw-{ops[0]}", "disable"))
+        eff.firewall.append(FirewallOp(f"ufw-{ops[0]}", ops[0]))
 
 
 def firewalld(eff: Effects, cwd: str | None) -> None:
@@ -131,10 +133,18 @@ def restore(eff: Effects, cwd: str | None) -> None:
     eff.firewall_write = True
 
 
+def ipset(eff: Effects, cwd: str | None) -> None:
+    """`ipset flush [SET]`, `ipset -F [SET]`: the set (every set) emptied."""
+    args = eff.args
+    if args and args[0] in ("flush", "-F", "--flush"):
+        eff.firewall.append(FirewallOp("ipset-flush", "set-flush", tuple(a for a in args[1:] if not a.startswith("-"))))
+
+
 GRAMMARS = {
     **dict.fromkeys(IPTABLES, iptables),
     **dict.fromkeys(_RESTORE, restore),
     "nft": nft,
     "ufw": ufw,
     "firewall-cmd": firewalld,
+    "ipset": ipset,
 }
