@@ -147,16 +147,6 @@ def _package(target: Target, fp: Footprint, best: _Best) -> None:
         best.offer("medium", f"changes packages ({', '.join(sorted(fp.package_verbs))}): dependency")
 
 
-def _pkg_state(target: Target, fp: Footprint, best: _Best) -> None:
-    if fp.package_change:
-        best.offer("medium", "package-manager transaction")
-
-
-def _repo(target: Target, fp: Footprint, best: _Best) -> None:
-    if fp.repo_change:
-        best.offer("medium", "repository tool")
-
-
 def _account(target: Target, fp: Footprint, best: _Best) -> None:
     value = target.value
     if value in fp.accounts:
@@ -183,20 +173,21 @@ def _sysctl(target: Target, fp: Footprint, best: _Best) -> None:
         best.offer("medium", f"writes a sysctl file naming {value}")
 
 
-def _firewall(target: Target, fp: Footprint, best: _Best) -> None:
-    if fp.firewall_write:
-        if _token_overlap(target.tokens, fp.words):
-            best.offer("high", "firewall command sharing the rule's port/address/chain")
-        else:
-            best.offer("medium", "firewall rule change")
+_BY_TOKENS: dict[str, tuple[str, str, str]] = {
+    "firewall": ("firewall_write", "firewall command sharing the rule's port/address/chain", "firewall rule change"),
+    "network": ("network_write", "network command naming the address/interface", "network configuration change"),
+}
+"""Kinds explained by a changing command, better when it names a token of the item:
+kind -> (flag, method when a token matches, method otherwise)."""
 
 
-def _network(target: Target, fp: Footprint, best: _Best) -> None:
-    if fp.network_write:
+def _tokens(target: Target, fp: Footprint, best: _Best) -> None:
+    flag, named, other = _BY_TOKENS[target.kind]
+    if getattr(fp, flag):
         if _token_overlap(target.tokens, fp.words):
-            best.offer("high", "network command naming the address/interface")
+            best.offer("high", named)
         else:
-            best.offer("medium", "network configuration change")
+            best.offer("medium", other)
 
 
 def _mount(target: Target, fp: Footprint, best: _Best) -> None:
@@ -204,16 +195,6 @@ def _mount(target: Target, fp: Footprint, best: _Best) -> None:
         best.offer("high", f"mounts/unmounts {target.value}")
     elif fp.mount_all:
         best.offer("medium", "mount -a")
-
-
-def _hostname(target: Target, fp: Footprint, best: _Best) -> None:
-    if fp.hostname:
-        best.offer("high", "sets the hostname")
-
-
-def _cron_spool(target: Target, fp: Footprint, best: _Best) -> None:
-    if fp.crontab:
-        best.offer("medium", "crontab")
 
 
 def _program_target(target: Target, fp: Footprint, best: _Best) -> None:
@@ -246,19 +227,22 @@ def _port_in(argv: Sequence[str], port: str) -> bool:
     return any(a == port or pat.search(a) for a in argv[1:])
 
 
+_BY_FLAG: dict[str, tuple[str, Confidence, str]] = {
+    "pkg_state": ("package_change", "medium", "package-manager transaction"),
+    "repo": ("repo_change", "medium", "repository tool"),
+    "hostname": ("hostname", "high", "sets the hostname"),
+    "cron_spool": ("crontab", "medium", "crontab"),
+}
+"""Kinds explained by any command with a footprint flag: kind -> (flag, level, method)."""
 _BY_KIND: dict[str, Callable[[Target, Footprint, _Best], None]] = {
     "unit": _unit,
     "package": _package,
-    "pkg_state": _pkg_state,
-    "repo": _repo,
     "user": _account,
     "group": _account,
     "sysctl": _sysctl,
-    "firewall": _firewall,
-    "network": _network,
+    "firewall": _tokens,
+    "network": _tokens,
     "mount": _mount,
-    "hostname": _hostname,
-    "cron_spool": _cron_spool,
     "port": _program_target,
     "process": _program_target,
 }
@@ -288,6 +272,10 @@ def match(
     kind_match = _BY_KIND.get(target.kind)
     if kind_match is not None:
         kind_match(target, fp, best)
+    if target.kind in _BY_FLAG:
+        flag, level, method = _BY_FLAG[target.kind]
+        if getattr(fp, flag):
+            best.offer(level, method)
     if best.found is None and weak:
         _match_mentions(target, fp, infos, best)
     return best.found

@@ -103,7 +103,8 @@ class Parser:
                 return True
         return False
 
-    def _skip_empty_parens(self) -> None:
+    def _skip_empty_parens(self) -> bool:
+        """Consume a following `()` (a function definition's); True if there was one."""
         t = self.toks
         if (
             self.pos + 1 < len(t)
@@ -113,6 +114,8 @@ class Parser:
             and t[self.pos + 1].value == ")"
         ):
             self.pos += 2
+            return True
+        return False
 
     def _on_word(self, tok: Tok) -> None:
         cur = self.cur
@@ -122,19 +125,10 @@ class Parser:
             cur.assignments.append(tok.value)
             return
         cur.argv.append(tok.value)
-        if len(cur.argv) == 1 and not cur.assignments and not tok.quoted:
-            t = self.toks
-            if (
-                self.pos + 1 < len(t)
-                and t[self.pos].kind == "op"
-                and t[self.pos].value == "("
-                and t[self.pos + 1].kind == "op"
-                and t[self.pos + 1].value == ")"
-            ):
-                self.pos += 2
-                self.pending_function = tok.value
-                self.functions.add(tok.value)
-                cur.argv.clear()
+        if len(cur.argv) == 1 and not cur.assignments and not tok.quoted and self._skip_empty_parens():
+            self.pending_function = tok.value
+            self.functions.add(tok.value)
+            cur.argv.clear()
 
     def _keyword(self, word: str) -> bool:
         """Handle a reserved word at command position; True if consumed."""

@@ -1,9 +1,9 @@
 """Downloaders: the files wget and curl write, and curl's `-k`.
 
-- wget: `-O FILE`, else each URL's base name (`index.html` for a bare host) in `-P DIR`
-  (and that tree) or the working directory; `-o/-a LOG`.
+- wget: `-O FILE`, else each URL's file name (`index.html` for a URL ending in `/`) in
+  `-P DIR` (and that tree) or the working directory; `-o/-a LOG`.
 - curl: `-o FILE` (in `--output-dir`), `-c` cookie jar, `-D` header dump, `-O` the URL's
-  base name; `-k` in any cluster (`-sSLk`) disables certificate verification.
+  file name (none for a URL ending in `/`); `-k` in any cluster (`-sSLk`) disables certificate verification.
 """
 
 from __future__ import annotations
@@ -34,6 +34,14 @@ SPECS = {
 }
 
 
+def _remote_name(url: str) -> str:
+    """The last part of a URL's path (`""` for `https://host/` or `https://host/dir/`)."""
+    path = url.split("?")[0].split("#")[0]
+    if "://" in path:
+        path = path.split("://", 1)[1].partition("/")[2]
+    return posixpath.basename(path)
+
+
 def wget(eff: Effects, cwd: str | None) -> None:
     opts = eff.options
     out = opts.last("-O") or opts.last("--output-document")
@@ -45,7 +53,7 @@ def wget(eff: Effects, cwd: str | None) -> None:
         eff.writes += path_writes([out], "wget -O", cwd)
         return
     for url in opts.operands:
-        base = posixpath.basename(url.split("?")[0].rstrip("/")) or "index.html"
+        base = _remote_name(url) or "index.html"
         if prefix:
             eff.writes += path_writes([posixpath.join(prefix, base)], "wget -P", cwd)
             eff.writes += path_writes([prefix], "wget -P", cwd, tree=True)
@@ -62,7 +70,7 @@ def curl(eff: Effects, cwd: str | None) -> None:
             eff.writes += path_writes([posixpath.join(directory, target) if directory else target], f"curl {key}", cwd)
     if opts.has("-O", "--remote-name", "--remote-name-all"):
         for url in opts.operands:
-            base = posixpath.basename(url.split("?")[0].rstrip("/"))
+            base = _remote_name(url)
             if base:
                 eff.writes += path_writes([posixpath.join(directory, base) if directory else base], "curl -O", cwd)
     if "-k" in opts.flags:
