@@ -39,12 +39,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from testbed.analysis.impact import (
-    IMPACT_CLASSES,
-    Hit,
-    analyze,
-    is_root_or_essential,
-)
+from testbed.analysis.command.paths import is_root_or_essential
+from testbed.analysis.impact import IMPACT_CLASSES, Hit, analyze
 from testbed.errors import InputError
 
 Action = Literal["allow", "flag", "block"]

@@ -74,3 +74,33 @@ def test_annotate_lines_raises_input_error() -> None:
         list(annotate_lines(['{"command": "ls"}', "oops"], "f.jsonl"))
     assert info.value.file == "f.jsonl"
     assert info.value.field == "line 2"
+
+
+@pytest.mark.parametrize(
+    ("classes", "expected"),
+    [
+        ("testbed", {"impact": ["service_stop"]}),
+        ("study", {"study": ["forced_termination", "service_stop"]}),
+        ("both", {"impact": ["service_stop"], "study": ["forced_termination", "service_stop"]}),
+        ("STUDY", {"study": ["forced_termination", "service_stop"]}),
+    ],
+)
+def test_classes_option_prints_study_classes_next_to_testbeds(
+    tmp_path: Path, classes: str, expected: dict[str, list[str]]
+) -> None:
+    obj = {"seq": 1, "command": "pkill -HUP nginx; sudo systemctl stop nginx"}
+    path = _write(tmp_path, [json.dumps(obj), json.dumps({"seq": 2})])
+    result = runner.invoke(app, ["commands", str(path), "--classes", classes])
+    assert result.exit_code == 0, result.output
+    first, second = (json.loads(line) for line in result.stdout.splitlines())
+    assert first == {**obj, **expected}
+    assert list(first) == [*obj, *expected]  # impact before study, after the input keys
+    assert second == {"seq": 2, **{key: [] for key in expected}}
+
+
+def test_unknown_class_set_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path, ['{"command": "ls"}'])
+    result = runner.invoke(app, ["commands", str(path), "--classes", "all"])
+    assert result.exit_code == 2
+    assert "--classes" in result.output
+    assert result.stdout.count("{") == 0

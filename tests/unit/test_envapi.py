@@ -349,6 +349,26 @@ def test_action_space_and_diagnostics_units() -> None:
     assert not is_diagnostic("apt-get install -y nginx", patterns)
 
 
+@pytest.mark.parametrize(
+    ("command", "diagnostic"),
+    [
+        # bug fix: the regex splitter only skipped `sudo -x`, so `sudo -u root …`, wrappers
+        # and substitutions hid diagnostics, and quoted text was split like commands
+        ("sudo -u root systemctl status nginx", True),
+        ("timeout 5 curl -s http://localhost/", True),
+        ("bash -c 'journalctl -u nginx -n 20'", True),
+        ("CONF=$(cat /etc/nginx/nginx.conf)", True),
+        ('echo "done; ls"', False),
+        ("printf 'systemctl status x'", False),
+        ("sudo systemctl restart nginx", False),
+    ],
+)
+def test_diagnostics_use_the_shell_parser(command: str, diagnostic: bool) -> None:
+    from testbed.server.envapi.actions import RewardConfig
+
+    assert is_diagnostic(command, RewardConfig().diagnostic_res()) is diagnostic
+
+
 def test_harness_failures_are_reported_not_scored(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("testbed.server.envapi.episodes.RECORD_GRACE_S", 0.1)
     client, db = make_client(root, tmp_path, step_timeout_s=0.5)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed.analysis.command import parse
 from testbed.analysis.impact import IMPACT_CLASSES, analyze, classify
-from testbed.analysis.shell import parse
 
 CORPUS_FILE = Path(__file__).parent / "fixtures" / "impact_corpus.jsonl"
 

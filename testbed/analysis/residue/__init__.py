@@ -130,6 +130,7 @@ Contract: `find_residue` never raises on odd snapshot data (it only reads dicts 
 defensively) and is deterministic: findings are sorted by node, category, subject.
 """
 
+from testbed.analysis.command.units import unit_name, unit_stem
 from testbed.analysis.residue.engine import commands_from_rows, find_residue
 from testbed.analysis.residue.model import (
     AGENT_POINT,
@@ -152,8 +153,6 @@ from testbed.analysis.residue.paths import (
     is_backup_name,
     path_category,
     secret_name_kind,
-    unit_name,
-    unit_stem,
 )
 
 __all__ = [

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from testbed.analysis.attribution import UNATTRIBUTED, Attribution, CommandView, Target
-from testbed.analysis.residue.paths import unit_name, unit_stem
+from testbed.analysis.command.units import unit_name, unit_stem
 from testbed.model.task import Expected
 from testbed.probes.diff import ItemChange
 from testbed.render.format import size

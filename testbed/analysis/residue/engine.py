@@ -141,6 +141,27 @@ def _run_handlers(ctx: _Ctx, diffs: Mapping[str, ProbeDiff]) -> None:
             ctx.failures.append(f"{ctx.node}: {name}@{ctx.point}: cannot analyse ({type(exc).__name__}: {exc})")
 
 
+_Window = tuple[str, Mapping[str, Any], Mapping[str, ProbeDiff], list[CommandView]]
+"""(snapshot point, snapshot there, diffs against the base, harness commands of the window)."""
+
+
+def _reboot_window(
+    node: str,
+    base: Mapping[str, Any],
+    agent: Mapping[str, Any],
+    reboot: Mapping[str, Any],
+    required: Sequence[str],
+    harness: list[CommandView],
+    gaps: list[str],
+) -> _Window:
+    """The after-reboot window of a node; missing probes there are added to `gaps`."""
+    for probe in required:
+        why = _unavailable_reason(reboot.get(probe))
+        if why:
+            gaps.append(f"{node}: {probe}@{REBOOT_POINT}: {why}")
+    return REBOOT_POINT, reboot, _since_base(base, agent, reboot, f"{node}: @{REBOOT_POINT}", gaps), harness
+
+
 def find_residue(
     snapshots: Mapping[str, Mapping[str, Mapping[str, Any]]],
     commands: Sequence[CommandView],
@@ -181,22 +202,9 @@ def find_residue(
         node_cmds = [c for c in agent_all if c.node in (node, None) or command_effects(c.command).remote.words]
         diffs1 = _diffs(base, agent, f"{node}: @{AGENT_POINT}", unavailable)
         compared = {n for n, d in diffs1.items() if d.status == "compared"}
-        windows: list[tuple[str, Mapping[str, Any], Mapping[str, ProbeDiff], list[CommandView]]] = [
-            (AGENT_POINT, agent, diffs1, harness1)
-        ]
+        windows: list[_Window] = [(AGENT_POINT, agent, diffs1, harness1)]
         if isinstance(reboot, Mapping):
-            for probe in required:
-                why = _unavailable_reason(reboot.get(probe))
-                if why:
-                    reboot_gaps.append(f"{node}: {probe}@{REBOOT_POINT}: {why}")
-            windows.append(
-                (
-                    REBOOT_POINT,
-                    reboot,
-                    _since_base(base, agent, reboot, f"{node}: @{REBOOT_POINT}", reboot_gaps),
-                    harness2,
-                )
-            )
+            windows.append(_reboot_window(node, base, agent, reboot, required, harness2, reboot_gaps))
         node_items: list[_Item] = []
         for point, after, diffs, harness in windows:
             ctx = _Ctx(node, point, base, after, expect, node_cmds, compared)

@@ -2,8 +2,8 @@
 
 Pure functions of a path or name (no snapshot data): `is_backup_name`, `secret_name_kind`,
 `path_category` (the category a changed path lands in when no handler routes it
-otherwise), `etc_unit` (the unit an /etc path belongs to), `unit_name`/`unit_stem`, and the
-small prefix helpers `_under`/`_prefixed`.
+otherwise), `etc_unit` (the unit an /etc path belongs to), and the small prefix helpers
+`_under`/`_prefixed`. Unit names are spelt by `testbed.analysis.command.units`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 
+from testbed.analysis.command.units import unit_name
 from testbed.probes.secretnames import first_kind
 
 TMP_ROOTS: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")
@@ -31,6 +32,8 @@ _BACKUP_RE = re.compile(
 )
 _EDITOR_TEMP_RE = re.compile(r"(^\.#|\.sw[a-p]$|^\.~lock\.)")
 _LEFTOVER_RE = re.compile(r"\.(log|deb|rpm|apk|tgz|tbz2?|txz|zip|whl|run|tar(\.(gz|bz2|xz|zst))?)$", re.I)
+
+
 def is_backup_name(path: str) -> bool:
     """True when the base name of `path` looks like a backup or dated copy (see the
     ``backup_files`` rules in the package doc)."""
@@ -68,18 +71,6 @@ def path_category(path: str, secret_kind: str | None = None) -> str:
     if _under(path, ("/etc",)):
         return "system_config"
     return "test_app_data"
-
-
-def unit_name(name: str) -> str:
-    """`nginx` → `nginx.service`; names with a unit suffix are kept."""
-    if re.search(r"\.(service|socket|timer|target|mount|automount|path|slice|scope|swap|device)$", name):
-        return name
-    return name + ".service"
-
-
-def unit_stem(unit: str) -> str:
-    """`nginx.service` → `nginx`; `getty@tty1.service` → `getty`."""
-    return unit.rsplit(".", 1)[0].split("@", 1)[0]
 
 
 def _prefixed(path: str, prefixes: Iterable[str]) -> bool:

@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterable
 
 from testbed.analysis.attribution import Target
+from testbed.analysis.command.units import unit_name, unit_stem
 from testbed.analysis.residue.context import _Ctx, _d, _l, _path_summary
 from testbed.analysis.residue.model import REBOOT_POINT
-from testbed.analysis.residue.paths import unit_name, unit_stem
 from testbed.probes.diff import ItemChange, ProbeDiff
 from testbed.probes.parsers.processes import descendants
 

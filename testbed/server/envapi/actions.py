@@ -18,7 +18,7 @@ and may tune the reward:
     command_penalty = -0.01    # every command that reaches the safety policy
     blocked_penalty = -0.5     # a blocked command (instead of command_penalty) ...
     end_on_blocked = true      # ... which ends the episode
-    diagnostic_patterns = []   # regexes (searched from the command's start) replacing the defaults
+    diagnostic_patterns = []   # regexes (matched at the start of each simple command) replacing the defaults
 
 Parameters are validated with a JSON-schema subset: type (object, string, integer, number,
 boolean, array), properties, required, additionalProperties (default false), enum, const,
@@ -38,6 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from testbed.analysis.command import effects_of
 from testbed.errors import InputError
 
 DEFAULT_DIAGNOSTIC_PATTERNS: tuple[str, ...] = (
@@ -242,10 +243,12 @@ def reward_config(raw: dict[str, Any], toml_path: Path | None) -> RewardConfig:
 
 
 def is_diagnostic(command: str, patterns: list[re.Pattern[str]]) -> bool:
-    """True when any pipeline/sequence segment of `command` starts with a diagnostic command
-    (a leading `sudo` is skipped)."""
-    for segment in re.split(r"\|\||&&|[|;\n]", command):
-        text = re.sub(r"^\s*(sudo\s+(-\S+\s+)*)?", "", segment)
-        if any(p.match(text) for p in patterns):
+    """True when any simple command `command` runs starts with a diagnostic command.
+
+    The command is split by the one shell parser (`testbed.analysis.command`): wrappers
+    (`sudo -u x`, `timeout 5`, `bash -c '…'`, `$(…)`) are looked through and quoted text is
+    data; each simple command is matched as its argv re-joined with shell quoting."""
+    for cmd in effects_of(command).parsed.commands:
+        if cmd.argv and any(p.match(shlex.join(cmd.argv)) for p in patterns):
             return True
     return False
