@@ -42,6 +42,7 @@ from testbed.db.types import JSONType, UTCDateTime, utcnow
 from testbed.model.vocab import (
     CheckStatus,
     CommandPhase,
+    EgressDecision,
     FindingKind,
     Outcome,
     PhaseStatus,
@@ -80,6 +81,9 @@ CHECK_STATUSES: tuple[str, ...] = values(CheckStatus)
 
 FINDING_KINDS: tuple[str, ...] = values(FindingKind)
 """`findings.kind`."""
+
+EGRESS_DECISIONS: tuple[str, ...] = values(EgressDecision)
+"""`egress.decision`: allowed, denied, dns_failure."""
 
 
 def new_id() -> str:
@@ -401,6 +405,33 @@ class ModelTurn(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+class Egress(Base):
+    """One request a guest made through the lab host's egress proxy (migration 0005).
+
+    `node` is the guest whose management address made it (NULL when no node of the run has
+    that address); `host` the requested host name (or address); `url` the URL, or
+    `host:port` for CONNECT; `status` the HTTP status the proxy answered (0 when it answered
+    none); `bytes` what it sent back; `decision` ∈ `EGRESS_DECISIONS`.
+    """
+
+    __tablename__ = "egress"
+    __table_args__ = (
+        _one_of("decision", EGRESS_DECISIONS, "decision"),
+        Index(None, "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    node: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    method: Mapped[str] = mapped_column(String(20))
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    url: Mapped[str] = mapped_column(Text)
+    status: Mapped[int] = mapped_column(Integer)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    decision: Mapped[str] = mapped_column(String(20))
+
+
 TABLES: tuple[str, ...] = (
     "jobs",
     "runs",
@@ -411,5 +442,6 @@ TABLES: tuple[str, ...] = (
     "checks",
     "findings",
     "model_turns",
+    "egress",
 )
 """Every table of the schema, parents first."""
