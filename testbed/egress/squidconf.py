@@ -108,7 +108,6 @@ def _header(layout: SquidLayout) -> list[str]:
         "pinger_enable off",
         "shutdown_lifetime 1 seconds",
         "forwarded_for delete",
-        "via off",
         f"cache_mem {layout.cache_mem_mb} MB",
         f"maximum_object_size_in_memory {layout.max_object_mb} MB",
         f"maximum_object_size {layout.max_object_mb} MB",
