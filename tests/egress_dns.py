@@ -95,3 +95,34 @@ class DnsStub:
             return None
         finally:
             transport.close()
+
+
+def system_resolver(path: str = "/etc/resolv.conf") -> str | None:
+    """The first nameserver of resolv.conf, if any."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) >= 2 and parts[0] == "nameserver":
+                    return parts[1]
+    except OSError:
+        pass
+    return None
+
+
+async def _serve(address: str, upstream: str | None) -> None:
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with DnsStub(upstream=upstream, address=address):
+        print("ready", flush=True)
+        await stop.wait()
+
+
+if __name__ == "__main__":  # python -m tests.egress_dns ADDRESS [UPSTREAM]: serve until SIGTERM
+    import sys
+
+    asyncio.run(_serve(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))

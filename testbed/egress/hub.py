@@ -43,10 +43,12 @@ from testbed.egress.proxy import SquidProxy, free_port, in_netns, stop_process
 from testbed.egress.relay import LabListener
 from testbed.egress.squidconf import LabRule, SquidLayout
 from testbed.errors import HarnessError
+from testbed.hypervisor.hostguard import EGRESS_PORT
 from testbed.model.egress import EgressSpec
 
-PROXY_PORT = 3127
-"""The port guests reach the proxy on, at their management network's host address."""
+PROXY_PORT = EGRESS_PORT
+"""The port guests reach the proxy on, at their management network's host address (the
+host guard admits it there)."""
 
 NETNS_ENV = "TESTBED_EGRESS_NETNS"
 

@@ -12,9 +12,10 @@ meant to reach", so before a lab's networks are created the host gets one nftabl
   harness's SSH sessions and their ICMP errors);
 - accepts DHCP requests (udp 67: cloud-init images take their address from libvirt's
   dnsmasq);
-- accepts, when asked (`allow_tcp_ports`: the egress proxy's port, see `testbed.egress`),
-  new TCP connections to exactly those ports, on management bridges (`tb*-mgmt`) only, to
-  the address of the bridge they arrive on (`fib daddr . iif type local`);
+- accepts new TCP connections to exactly the ports in `allow_tcp_ports` (by default
+  `EGRESS_PORT`, where a lab with egress finds its proxy: `testbed.egress`), on management
+  bridges (`tb*-mgmt`) only, to the address of the bridge they arrive on
+  (`fib daddr . iif type local`); on a lab without egress nothing listens there;
 - drops everything else (new TCP/UDP connections, pings, DNS).
 
 Forwarding between bridges is not this table's job: isolated libvirt networks (no
@@ -47,6 +48,9 @@ TABLE = "testbed_guard"
 BRIDGE_PATTERN = "tb*"
 
 MGMT_BRIDGE_PATTERN = "tb*-mgmt"
+EGRESS_PORT = 3127
+"""The TCP port of the egress proxy on each management bridge address (reserved for it)."""
+DEFAULT_ALLOWED_PORTS: tuple[int, ...] = (EGRESS_PORT,)
 
 
 def ruleset(allow_tcp_ports: Sequence[int] = ()) -> str:
@@ -78,8 +82,8 @@ table inet {TABLE} {{
 """
 
 
-RULESET = ruleset()
-"""The ruleset without any admitted port."""
+RULESET = ruleset(DEFAULT_ALLOWED_PORTS)
+"""The ruleset `ensure_host_guard` installs by default."""
 
 
 def uri_is_local(uri: str) -> bool:
@@ -95,7 +99,7 @@ _FIX = "or set TESTBED_HOST_GUARD=0 if the host firewall already blocks input fr
 
 
 async def ensure_host_guard(
-    libvirt_uri: str, link: HostLink | None = None, *, allow_tcp_ports: Sequence[int] = ()
+    libvirt_uri: str, link: HostLink | None = None, *, allow_tcp_ports: Sequence[int] = DEFAULT_ALLOWED_PORTS
 ) -> str:
     """Install (or atomically replace) the guard table on the URI's host; returns what was
     done. A remote URI needs `link`, the SSH connection to that host. `allow_tcp_ports`:

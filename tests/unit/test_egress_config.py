@@ -33,7 +33,9 @@ def topology(tmp_path: Path, egress: object) -> Path:
 
 
 def test_policy_forms_in_a_topology(tmp_path: Path) -> None:
-    load = lambda e: load_topology(topology(tmp_path, e), default_image="debian-12").egress  # noqa: E731
+    def load(egress: object) -> EgressSpec | None:
+        return load_topology(topology(tmp_path, egress), default_image="debian-12").egress
+
     assert load(None) is None
     assert load("none") == EgressSpec()
     assert load("mirror") == EgressSpec(mode=EgressMode.MIRROR)
@@ -91,7 +93,7 @@ def test_generated_config_parses_in_squid(tmp_path: Path, block_private: bool) -
         LabRule(
             "a1b2c",
             ipaddress.IPv4Network("10.213.5.0/24"),
-            allowed_domains(EgressSpec(mode="mirror")),
+            allowed_domains(EgressSpec(mode=EgressMode.MIRROR)),
             tmp_path / "a.log",
         ),
         LabRule(
@@ -166,7 +168,8 @@ def test_guard_ruleset_admits_exactly_the_proxy_port_on_management_bridges() -> 
     admit = [line.strip() for line in rules.splitlines() if "dport" in line and "tcp" in line]
     assert admit == ['iifname "tb*-mgmt" fib daddr . iif type local tcp dport { 3127 } ct state new accept']
     assert rules.index("3127") < rules.index("counter drop")
-    assert hostguard.ruleset() == hostguard.RULESET and "tcp" not in hostguard.RULESET
+    assert "tcp" not in hostguard.ruleset(())
+    assert hostguard.ruleset([hostguard.EGRESS_PORT]) == hostguard.RULESET  # what is installed by default
     with pytest.raises(ValueError, match="not a TCP port"):
         hostguard.ruleset([70000])
 

@@ -20,7 +20,7 @@ from testbed.egress.hub import EgressHub, EgressSettings, LabEgressSpec, _proxy_
 from testbed.egress.proxy import SquidProxy
 from testbed.egress.squidconf import SquidLayout
 from testbed.errors import HarnessError
-from testbed.model.egress import EgressSpec
+from testbed.model.egress import EgressMode, EgressSpec
 from testbed.model.vocab import EgressDecision
 from tests.egress_dns import DnsStub
 
@@ -128,7 +128,7 @@ async def test_two_labs_have_their_own_rules_and_logs_and_a_reload_spares_transf
     hub: EgressHub, http_port: int
 ) -> None:
     first = lab("first", "127.0.0.0/24", ALLOW_LOCAL)
-    mirror_only = lab("second", "127.1.0.0/24", EgressSpec(mode="mirror"))
+    mirror_only = lab("second", "127.1.0.0/24", EgressSpec(mode=EgressMode.MIRROR))
     async with hub.lab(first) as one:
         at = (first.host_ip, one.port)
         request = f"GET http://127.0.0.1:{http_port}/big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
@@ -175,3 +175,20 @@ async def test_squid_that_cannot_start_is_a_harness_error_with_its_log() -> None
     finally:
         taken.close()
         shutil.rmtree(state)
+
+
+@pytest.mark.skipif(shutil.which("nsenter") is None, reason="nsenter not installed (util-linux)")
+async def test_the_proxy_side_starts_through_nsenter_when_a_namespace_is_named(http_port: int) -> None:
+    """With `netns` set (scripts/netns-run sets TESTBED_EGRESS_NETNS to the host's network
+    namespace), Squid, the port probe and the relay start through `nsenter --net=FILE`.
+    FILE here is this process's own namespace (nsenter opens /proc/self/ns/net itself), so
+    the whole chain runs for real without creating a namespace."""
+    settings = EgressSettings(netns="/proc/self/ns/net", listen_port=0, block_private=False, mirrors=("localhost",))
+    async with EgressHub(settings) as egress_hub:
+        async with egress_hub.lab(lab("ns", "127.0.0.0/24", ALLOW_LOCAL)) as egress:
+            squid = egress_hub._squid
+            assert squid is not None and squid.pid is not None
+            assert Path(f"/proc/{squid.pid}/comm").read_text().strip() == "squid"  # nsenter exec'd it
+            url = f"http://127.0.0.1:{http_port}/f"
+            assert await fetch("127.0.0.1", egress.port, url, "127.0.0.2") == (200, b"x" * 1000)
+        assert [r.status for r in egress.records()] == [200]

@@ -3,6 +3,7 @@ the two analyses (repositories and whether they resolved; downloads)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,7 +96,7 @@ def test_recorded_rows_round_trip_and_bad_rows_are_refused(sessions: sessionmake
     )
     with pytest.raises(ValueError, match="egress decision"):
         recorder.record_egress([rows[0], bad])
-    naive = EgressRecord(**{**_fields(rows[0]), "at": datetime(2026, 1, 1)})
+    naive = dataclasses.replace(rows[0], at=datetime(2026, 1, 1))
     with pytest.raises(ValueError, match="timezone-aware"):
         recorder.record_egress([naive])
     with sessions() as session:
@@ -107,10 +108,6 @@ def test_recorded_rows_round_trip_and_bad_rows_are_refused(sessions: sessionmake
         session.add(Egress(run_id=run_id, at=rows[0].at, method="GET", url="u", status=1, bytes=1, decision="maybe"))
         with pytest.raises(IntegrityError):
             session.commit()
-
-
-def _fields(record: EgressRecord) -> dict[str, object]:
-    return {name: getattr(record, name) for name in EgressRecord.__slots__}
 
 
 def _render(table: object) -> str:

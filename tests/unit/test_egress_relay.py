@@ -10,7 +10,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -48,7 +48,7 @@ async def target() -> AsyncIterator[Recorder]:
 
 
 @pytest.fixture
-def socket_path() -> AsyncIterator[Path]:
+def socket_path() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="tb-relay-") as directory:
         yield Path(directory) / "relay.sock"
 
