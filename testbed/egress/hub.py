@@ -16,7 +16,9 @@ Contracts:
   management bridge address, `listen_port`, for the lab's subnet only. Leaving it stops
   the listener and removes the rule; `LabEgress.records()` then reads the lab's own
   access log, attributed to nodes by management address. Labs come and go concurrently.
-- A lab whose policy is `none` must not be given to the hub (`ValueError`).
+- A lab whose policy is `none`, or a lab already attached, is a `ValueError`.
+- Leave `hub.lab` before the lab's networks go: its listener holds the bridge address,
+  which a later lab may get again.
 - Only a local lab host is served: the listener must run where the lab's bridges are.
 """
 
@@ -102,7 +104,8 @@ class LabEgress:
         return f"http://{self.spec.host_ip}:{self.port}/"
 
     def records(self) -> list[EgressRecord]:
-        """The lab's requests so far (complete once the lab has left the hub)."""
+        """The lab's requests so far: complete once the lab has left the hub, and readable
+        until the hub closes (its state directory goes then)."""
         return read_records(self.log_path, self.spec.nodes_by_ip)
 
 
@@ -159,6 +162,8 @@ class EgressHub:
             raise ValueError(f"lab {spec.key} has egress 'none': it gets no proxy")
         squid = await self._started()
         async with self._lock:
+            if spec.key in self._rules:
+                raise ValueError(f"lab {spec.key} is already attached to the egress hub")
             self._serial += 1
             log_path = squid.layout.state_dir / f"lab-{spec.key}-{self._serial}.log"
             domains = allowed_domains(spec.policy, self.settings.mirrors)

@@ -155,10 +155,14 @@ async def test_two_labs_have_their_own_rules_and_logs_and_a_reload_spares_transf
     assert [(r.node, r.status, r.bytes > BIG) for r in one.records()] == [("node0", 200, True), ("node1", 200, False)]
 
 
-async def test_a_lab_without_egress_is_refused(hub: EgressHub) -> None:
+async def test_a_lab_without_egress_or_attached_twice_is_refused(hub: EgressHub) -> None:
     with pytest.raises(ValueError, match="egress 'none'"):
         async with hub.lab(lab("none", "127.0.0.0/24", EgressSpec())):
             pass
+    async with hub.lab(lab("twice", "127.0.0.0/24", ALLOW_LOCAL)):
+        with pytest.raises(ValueError, match="already attached"):
+            async with hub.lab(lab("twice", "127.2.0.0/24", ALLOW_LOCAL)):
+                pass
 
 
 async def test_squid_that_cannot_start_is_a_harness_error_with_its_log() -> None:
