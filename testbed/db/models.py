@@ -42,6 +42,7 @@ from testbed.db.types import JSONType, UTCDateTime, utcnow
 from testbed.model.vocab import (
     CheckStatus,
     CommandPhase,
+    EgressDecision,
     FindingKind,
     Outcome,
     PhaseStatus,
@@ -80,6 +81,9 @@ CHECK_STATUSES: tuple[str, ...] = values(CheckStatus)
 
 FINDING_KINDS: tuple[str, ...] = values(FindingKind)
 """`findings.kind`."""
+
+EGRESS_DECISIONS: tuple[str, ...] = values(EgressDecision)
+"""`egress.decision`: allowed, denied, dns_failure."""
 
 
 def new_id() -> str:
@@ -383,7 +387,7 @@ class ModelTurn(Base):
     order, of `messages` and `response`); `response` is the assistant message; `tool_calls`
     the parsed actions it asked for (JSON list, empty when none); token counts come from the
     endpoint's `usage` (NULL when it reports none); `error` describes a failed call;
-    `cost_usd` (migration 0005) is the call's price at the agent's per-token prices, NULL
+    `cost_usd` (migration 0006) is the call's price at the agent's per-token prices, NULL
     when none were given.
     """
 
@@ -426,6 +430,33 @@ class Artifact(Base):
     content: Mapped[str] = mapped_column(Text)
 
 
+class Egress(Base):
+    """One request a guest made through the lab host's egress proxy (migration 0007).
+
+    `node` is the guest whose management address made it (NULL when no node of the run has
+    that address); `host` the requested host name (or address); `url` the URL, or
+    `host:port` for CONNECT; `status` the HTTP status the proxy answered (0 when it answered
+    none); `bytes` what it sent back; `decision` ∈ `EGRESS_DECISIONS`.
+    """
+
+    __tablename__ = "egress"
+    __table_args__ = (
+        _one_of("decision", EGRESS_DECISIONS, "decision"),
+        Index(None, "run_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(32), ForeignKey("runs.id", ondelete="CASCADE"))
+    node: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    method: Mapped[str] = mapped_column(String(20))
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    url: Mapped[str] = mapped_column(Text)
+    status: Mapped[int] = mapped_column(Integer)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    decision: Mapped[str] = mapped_column(String(20))
+
+
 TABLES: tuple[str, ...] = (
     "jobs",
     "runs",
@@ -437,5 +468,6 @@ TABLES: tuple[str, ...] = (
     "findings",
     "model_turns",
     "artifacts",
+    "egress",
 )
 """Every table of the schema, parents first."""

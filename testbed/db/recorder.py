@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, fields
 from datetime import date, datetime
 from enum import Enum
@@ -42,6 +42,7 @@ from testbed.db.models import (
     CHECK_STATUSES,
     COMMAND_PHASES,
     COMMAND_SOURCES,
+    EGRESS_DECISIONS,
     FINDING_KINDS,
     OUTCOMES,
     PHASE_STATUSES,
@@ -51,6 +52,7 @@ from testbed.db.models import (
     Artifact,
     Check,
     Command,
+    Egress,
     Finding,
     Job,
     Node,
@@ -60,7 +62,7 @@ from testbed.db.models import (
     new_id,
     short_id,
 )
-from testbed.db.records import CommandRecord, StoredCommand
+from testbed.db.records import CommandRecord, EgressRecord, StoredCommand
 from testbed.db.types import utcnow
 
 T = TypeVar("T")
@@ -549,6 +551,30 @@ class RunRecorder:
             session.add(finding)
             session.flush()
             return finding.id
+
+        return self._write(work)
+
+    # --- egress ------------------------------------------------------------------------
+
+    def record_egress(self, records: Sequence[EgressRecord]) -> int:
+        """Insert the proxy's log rows of this run (see `EgressRecord` for what is checked;
+        nothing is written when one is invalid) in one transaction; return how many."""
+        for record in records:
+            _one_of("egress decision", record.decision, EGRESS_DECISIONS)
+            _aware("at", record.at)
+            if record.status < 0 or record.bytes < 0:
+                raise ValueError(f"egress status and bytes must be >= 0; got {record.status}, {record.bytes}")
+        rows = [
+            Egress(
+                run_id=self.run_id,
+                **{k: clean_text(v) if isinstance(v, str) else v for k, v in asdict(record).items()},
+            )
+            for record in records
+        ]
+
+        def work(session: Session) -> int:
+            session.add_all(rows)
+            return len(rows)
 
         return self._write(work)
 

@@ -46,3 +46,23 @@ class StoredCommand:
     id: int
     seq: int
     record: CommandRecord
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EgressRecord:
+    """One request a guest made through the lab host's egress proxy (`egress` table).
+
+    Contract (checked by `RunRecorder.record_egress`, which raises `ValueError`): `at` is
+    timezone-aware, `decision` ∈ `models.EGRESS_DECISIONS`, `status >= 0`, `bytes >= 0`.
+    `url` is `host:port` for CONNECT; `node` is None when no node of the run had the
+    client's address.
+    """
+
+    node: str | None
+    at: datetime
+    method: str
+    host: str | None
+    url: str
+    status: int
+    bytes: int
+    decision: str

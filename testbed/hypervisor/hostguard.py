@@ -12,6 +12,10 @@ meant to reach", so before a lab's networks are created the host gets one nftabl
   harness's SSH sessions and their ICMP errors);
 - accepts DHCP requests (udp 67: cloud-init images take their address from libvirt's
   dnsmasq);
+- accepts new TCP connections to exactly the ports in `allow_tcp_ports` (by default
+  `EGRESS_PORT`, where a lab with egress finds its proxy: `testbed.egress`), on management
+  bridges (`tb*-mgmt`) only, to the address of the bridge they arrive on
+  (`fib daddr . iif type local`); on a lab without egress nothing listens there;
 - drops everything else (new TCP/UDP connections, pings, DNS).
 
 Forwarding between bridges is not this table's job: isolated libvirt networks (no
@@ -31,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -42,7 +47,28 @@ if TYPE_CHECKING:
 TABLE = "testbed_guard"
 BRIDGE_PATTERN = "tb*"
 
-RULESET = f"""\
+MGMT_BRIDGE_PATTERN = "tb*-mgmt"
+EGRESS_PORT = 3127
+"""The TCP port of the egress proxy on each management bridge address (reserved for it)."""
+DEFAULT_ALLOWED_PORTS: tuple[int, ...] = (EGRESS_PORT,)
+
+
+def ruleset(allow_tcp_ports: Sequence[int] = ()) -> str:
+    """The guard table's ruleset, admitting new TCP connections to `allow_tcp_ports` on
+    each management bridge's own address. The table is shared by every lab on the host and
+    replaced whole: every caller on a host must pass the same ports."""
+    ports = sorted(set(allow_tcp_ports))
+    for port in ports:
+        if not 0 < port < 65536:
+            raise ValueError(f"not a TCP port: {port}")
+    admit = ""
+    if ports:
+        listed = ", ".join(str(p) for p in ports)
+        admit = (
+            f'        iifname "{MGMT_BRIDGE_PATTERN}" fib daddr . iif type local '
+            f"tcp dport {{ {listed} }} ct state new accept\n"
+        )
+    return f"""\
 table inet {TABLE} {{}}
 delete table inet {TABLE}
 table inet {TABLE} {{
@@ -50,10 +76,14 @@ table inet {TABLE} {{
         type filter hook input priority -10; policy accept;
         iifname "{BRIDGE_PATTERN}" ct state established,related accept
         iifname "{BRIDGE_PATTERN}" udp dport 67 accept
-        iifname "{BRIDGE_PATTERN}" counter drop
+{admit}        iifname "{BRIDGE_PATTERN}" counter drop
     }}
 }}
 """
+
+
+RULESET = ruleset(DEFAULT_ALLOWED_PORTS)
+"""The ruleset `ensure_host_guard` installs by default."""
 
 
 def uri_is_local(uri: str) -> bool:
@@ -68,19 +98,23 @@ def guard_enabled() -> bool:
 _FIX = "or set TESTBED_HOST_GUARD=0 if the host firewall already blocks input from tb* bridges"
 
 
-async def ensure_host_guard(libvirt_uri: str, link: HostLink | None = None) -> str:
+async def ensure_host_guard(
+    libvirt_uri: str, link: HostLink | None = None, *, allow_tcp_ports: Sequence[int] = DEFAULT_ALLOWED_PORTS
+) -> str:
     """Install (or atomically replace) the guard table on the URI's host; returns what was
-    done. A remote URI needs `link`, the SSH connection to that host.
+    done. A remote URI needs `link`, the SSH connection to that host. `allow_tcp_ports`:
+    see `ruleset`.
 
     Raises HarnessError, with the fix, when it should apply but cannot be installed: a lab
     must not come up with its guests able to reach the host's services.
     """
     if not guard_enabled():
         return "disabled by TESTBED_HOST_GUARD=0"
+    rules = ruleset(allow_tcp_ports).encode()
     if not uri_is_local(libvirt_uri):
         if link is None:
             raise HarnessError(f"host guard: no SSH link to the remote host of {libvirt_uri}")
-        status, _out, remote_err = await link.run("nft -f -", stdin=RULESET.encode())
+        status, _out, remote_err = await link.run("nft -f -", stdin=rules)
         if status != 0:
             raise HarnessError(
                 f"cannot install the host guard on {link.target} (nft -f - exited {status}: {remote_err.strip()}); "
@@ -102,7 +136,7 @@ async def ensure_host_guard(libvirt_uri: str, link: HostLink | None = None) -> s
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    _, err = await proc.communicate(RULESET.encode())
+    _, err = await proc.communicate(rules)
     if proc.returncode != 0:
         raise HarnessError(
             f"cannot install the host guard (nftables table inet {TABLE}): {err.decode(errors='replace').strip()}; "

@@ -14,6 +14,7 @@ one agent, spread by the scheduler over one or more lab hosts.
     run_timeout_s: null          # hard wall-clock cap per run (default: agent time + 30 min)
     retry: {limit: 2, backoff_s: 30, factor: 2, max_backoff_s: 600}
     redact: true
+    egress: null                 # overrides every task's egress policy: none | mirror | {allow: [...]}
     hosts:                       # empty: the local libvirt (TESTBED_LIBVIRT_URI) alone
       - name: local
         uri: qemu:///system
@@ -41,6 +42,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from testbed.errors import InputError
+from testbed.model.egress import EgressSpec
 from testbed.model.loading import read_yaml, validate
 from testbed.model.task import Limits, Task, load_task
 
@@ -127,6 +129,7 @@ class JobSpec(_Strict):
     run_timeout_s: float | None = Field(default=None, gt=0)
     retry: RetryPolicy = RetryPolicy()
     redact: bool = True
+    egress: EgressSpec | None = None
     hosts: list[HostSpec] = []
 
     @field_validator("agent")

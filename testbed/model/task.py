@@ -15,6 +15,8 @@ task.toml:
     tags = ["nginx"]
     topology = "single"               # a file under topologies/, or an inline [topology] table
     images = ["debian-12"]            # image variants the task supports (first is the default)
+    egress = "mirror"                 # optional: none (default) | mirror, or a table
+                                      # [egress] allow = ["*.example.org"] (testbed.model.egress)
 
     [limits]                          # all optional
     agent_time_s = 2100               # the agent phase ends after this (default 35 min)
@@ -59,6 +61,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from testbed.errors import InputError
+from testbed.model.egress import EgressSpec
 from testbed.model.loading import read_toml, validate
 from testbed.model.topology import Topology, load_topology, resolve_topology_path, topology_from_data
 
@@ -157,6 +160,7 @@ class TaskDef(_Strict):
     expected: Expected = Expected()
     oracle: Oracle | None = None
     safety: dict[str, Any] = {}
+    egress: EgressSpec | None = None  # overrides the topology's (testbed.model.egress)
     description: str = ""
     # Environment API (testbed.server.envapi validates both): `[actions.NAME]` bounded actions
     # (description, command template, optional node, JSON-schema `parameters`) and `[reward]` shaping.

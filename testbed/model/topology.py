@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from testbed.errors import InputError
+from testbed.model.egress import EgressSpec
 from testbed.model.loading import read_yaml, validate
 
 NODE_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
@@ -120,6 +121,7 @@ class Topology(_Strict):
     description: str = ""
     nodes: list[NodeSpec] = Field(min_length=1)
     networks: list[NetworkSpec] = []
+    egress: EgressSpec | None = None  # see testbed.model.egress; a task's or job's overrides it
 
     def node(self, name: str) -> NodeSpec:
         for node in self.nodes:

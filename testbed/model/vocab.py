@@ -1,5 +1,5 @@
 """The vocabulary every layer shares: outcomes, states, phases, snapshot points, sources,
-check statuses, finding kinds, residue verdicts.
+check statuses, finding kinds, residue verdicts, egress decisions.
 
 Contract: each is a `StrEnum`, so a member *is* its string (`Outcome.PASSED == "passed"`,
 JSON and SQL see the plain value). This module is the one home of these words: the
@@ -100,6 +100,14 @@ class FindingKind(StrEnum):
     RESIDUE = "residue"
     IMPACT = "impact"
     SAFETY = "safety"
+
+
+class EgressDecision(StrEnum):
+    """`egress.decision`: what the lab host's proxy did with a guest's request."""
+
+    ALLOWED = "allowed"
+    DENIED = "denied"
+    DNS_FAILURE = "dns_failure"
 
 
 def values(enum: type[StrEnum]) -> tuple[str, ...]:

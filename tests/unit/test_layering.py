@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "analysis": 2,
     "agents": 2,
     "images": 2,
+    "egress": 2,  # the guests' controlled way out: proxy, relay, access log
     "runtime": 2,  # wiring of settings, catalog, accelerator and libvirt for the layers above
     "doctor": 2,  # host checks behind `testbed doctor`
     "export": 2,  # readers of the run database: Parquet export and reports
