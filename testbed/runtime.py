@@ -10,6 +10,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from testbed.config import Settings, project_root
+from testbed.egress.hosts import mirror_hosts
+from testbed.egress.hub import EgressHub, EgressSettings
 from testbed.hypervisor.accel import AccelChoice, choose_accel
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.labhost import LabHost, lab_host_for
@@ -26,6 +28,8 @@ class Runtime:
     accel: AccelChoice
     hypervisor: Hypervisor
     lab_host: LabHost
+    egress: EgressHub | None = None
+    """The host's egress proxy (local hosts only; Squid starts with the first lab using it)."""
 
 
 def image_catalog() -> dict[str, ImageDef]:
@@ -39,8 +43,13 @@ async def runtime(settings: Settings | None = None) -> AsyncIterator[Runtime]:
     settings = settings or Settings.from_env()
     accel = await choose_accel(settings.home / "accel.json")
     async with Hypervisor(settings.libvirt_uri) as hv:
-        rt = Runtime(settings, image_catalog(), accel, hv, lab_host_for(hv))
+        catalog = image_catalog()
+        host = lab_host_for(hv)
+        hub = None if host.remote else EgressHub(EgressSettings.from_env(mirror_hosts(catalog)))
+        rt = Runtime(settings, catalog, accel, hv, host, hub)
         try:
             yield rt
         finally:
+            if hub is not None:
+                await hub.close()
             await rt.lab_host.close()

@@ -28,9 +28,11 @@ from sqlalchemy.engine import make_url
 from testbed.db.engine import database_url
 from testbed.db.migrate import current_revision, head_revision, upgrade
 from testbed.db.read import RunDetail, RunFilter, RunSummary, list_runs, open_read_only, run_detail
+from testbed.db.read.artifacts import artifact_infos, artifact_text
 from testbed.db.read.findings import FindingInfo, load_findings
+from testbed.errors import InputError
 from testbed.render.format import duration, first_line, timestamp
-from testbed.render.terminal import cell, console, json_text
+from testbed.render.terminal import cell, console, json_text, neutralise
 
 db_app = typer.Typer(help="Manage the run database.", no_args_is_help=True)
 runs_app = typer.Typer(help="Inspect recorded runs.", no_args_is_help=True)
@@ -113,13 +115,25 @@ def runs_show(
     run_id: RunIdArgument,
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run as JSON.")] = False,
+    console_of: Annotated[
+        str | None, typer.Option("--console", help="Print the serial console log kept for this node, and nothing else.")
+    ] = None,
 ) -> None:
-    """Show one run: phases, nodes, commands, snapshot points, checks and findings."""
+    """Show one run: phases, nodes, commands, snapshot points, checks, findings and the
+    artifacts kept with it (`--console NODE` prints a node's console log)."""
     sessions = open_read_only(db)
     with sessions() as session:
         detail = run_detail(session, run_id)
+        artifacts = artifact_infos(session, detail.run.id)
+        text = artifact_text(session, detail.run.id, f"console-{console_of}.log") if console_of else None
+    if console_of is not None:
+        if text is None:
+            kept = ", ".join(a.node or a.name for a in artifacts if a.kind == "console") or "none"
+            raise InputError(None, "--console", f"no console log kept for node {console_of!r} (kept: {kept})")
+        typer.echo(neutralise(text))
+        return
     if as_json:
-        typer.echo(json_text(detail.to_dict()))
+        typer.echo(json_text({**detail.to_dict(), "artifacts": [a.to_dict() for a in artifacts]}))
         return
     out = console()
     out.print(_head(detail))
@@ -127,6 +141,10 @@ def runs_show(
         table = section(detail)
         if table is not None:
             out.print(table)
+    for a in artifacts:
+        cut = ", tail kept" if a.truncated else ""
+        how = f"testbed runs show {detail.run.id[:8]} --console {a.node}"
+        out.print(cell(f"artifact {a.name} ({a.size} characters{cut}): {how}"))
 
 
 def _head(d: RunDetail) -> Table:

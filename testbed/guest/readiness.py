@@ -37,10 +37,7 @@ async def wait_for_ssh(session: GuestSession, *, timeout: float, alive: AliveFn,
             last_error = str(exc)
             await session.close()
         if time.monotonic() - t0 > timeout:
-            raise HarnessError(
-                f"{name}: SSH not ready after {timeout:.0f} s (last error: {last_error}); "
-                "see the node's console log in its lab directory"
-            )
+            raise HarnessError(f"{name}: SSH not ready after {timeout:.0f} s (last error: {last_error})")
         await asyncio.sleep(1.0)
 
 

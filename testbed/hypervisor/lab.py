@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import fcntl
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +60,10 @@ log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[str, str], None]
 """Called with (node or "lab", event) as provisioning goes."""
+
+KeepConsole = Callable[[str, Path], Awaitable[None]]
+"""Called at teardown with (node, console log path) of every node that got a domain, before
+the lab's files are removed (the runner keeps the logs with the run)."""
 
 
 class GuestUnreachable(HarnessError):
@@ -167,6 +171,7 @@ class Lab:
         progress: ProgressFn | None = None,
         boot_gate: asyncio.Semaphore | None = None,
         lab_host: LabHost | None = None,
+        keep_console: KeepConsole | None = None,
     ) -> None:
         """`lab_host`: the host's files and SSH link, shared by the labs of one host (the
         default builds a private one for `hypervisor`, closed at teardown)."""
@@ -181,6 +186,7 @@ class Lab:
         self.autodestroy = autodestroy
         self.progress = progress or (lambda _who, _what: None)
         self.boot_gate = boot_gate
+        self.keep_console = keep_console
         self.host = lab_host or lab_host_for(hypervisor)
         self._own_host = lab_host is None
         self.store = ImageStore(settings.images_dir)
@@ -543,19 +549,36 @@ class Lab:
             self.progress(node.name, "booting")
             await self.hv.create_domain(render_domain(spec), autodestroy=self.autodestroy)
         self.progress(node.name, f"waiting for {image.readiness.method}")
-        if image.readiness.method == "ssh":
-            waited = await wait_for_ssh(
-                session, timeout=image.readiness.timeout_s, alive=node.is_running, name=node.name
-            )
-        else:
-            waited = await wait_for_serial(
-                node.console_log,
-                image.readiness.prompt,
-                timeout=image.readiness.timeout_s,
-                alive=node.is_running,
-                name=node.name,
-            )
+        try:
+            if image.readiness.method == "ssh":
+                waited = await wait_for_ssh(
+                    session, timeout=image.readiness.timeout_s, alive=node.is_running, name=node.name
+                )
+            else:
+                waited = await wait_for_serial(
+                    node.console_log,
+                    image.readiness.prompt,
+                    timeout=image.readiness.timeout_s,
+                    alive=node.is_running,
+                    name=node.name,
+                )
+        except HarnessError as exc:
+            raise type(exc)(f"{exc}; {self._console_hint(node)}") from exc
         self.progress(node.name, f"ready after {waited:.1f} s")
+
+    def _console_hint(self, node: LabNode) -> str:
+        """Where the console log of a node that failed to come up can be read afterwards,
+        and its last lines (the lab directory is removed at teardown)."""
+        try:
+            tail = node.console_log.read_bytes()[-1200:].decode(errors="replace").strip()
+        except OSError:
+            tail = ""
+        where = (
+            f"its console log is kept with the run: testbed runs show {self.run_id[:8]} --console {node.name}"
+            if self.run_id
+            else f"console log {node.console_log} (removed with the lab)"
+        )
+        return f"{where}; console ends: {tail[-600:]!r}" if tail else where
 
     # -- teardown ---------------------------------------------------------------------
     async def _teardown(self) -> None:
@@ -564,6 +587,7 @@ class Lab:
         state, lease = self.state, self.lease
         errors: list[str] = []
         if state is not None:
+            await keep_consoles(state, self.keep_console)
             state.status = "tearing-down"
             with contextlib.suppress(OSError):
                 state.save()
@@ -577,6 +601,19 @@ class Lab:
             await self.host.close()
         if errors:
             raise HarnessError("teardown incomplete: " + "; ".join(errors) + " (run `testbed reap`)")
+
+
+async def keep_consoles(state: LabState, keep: KeepConsole | None) -> None:
+    """Hand every node's console log to `keep` (best effort: a failure is logged)."""
+    if keep is None:
+        return
+    for node in state.nodes.values():
+        if not node.console_log:
+            continue
+        try:
+            await keep(node.name, Path(node.console_log))
+        except Exception:
+            log.exception("could not keep the console log of %s", node.name)
 
 
 def _set_domain_owner(hv: Hypervisor, domain: str, metadata_xml: str) -> None:

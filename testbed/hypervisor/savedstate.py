@@ -76,7 +76,7 @@ from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.guestagent import GuestAgentChannel
 from testbed.hypervisor.hostguard import ensure_host_guard
-from testbed.hypervisor.lab import Lab, LabNode
+from testbed.hypervisor.lab import KeepConsole, Lab, LabNode, keep_consoles
 from testbed.hypervisor.labstate import LabState, NodeState
 from testbed.hypervisor.leases import LeaseStore
 from testbed.hypervisor.overlays import create_overlay
@@ -441,8 +441,10 @@ class RestoredLab:
         hypervisor: Hypervisor,
         run_id: str | None = None,
         job_id: str | None = None,
+        keep_console: KeepConsole | None = None,
     ) -> None:
         self.meta = meta
+        self.keep_console = keep_console
         self.store = store
         self.catalog = catalog
         self.hv = hypervisor
@@ -564,6 +566,7 @@ class RestoredLab:
         state, self.state = self.state, None
         if state is None:
             return
+        await keep_consoles(state, self.keep_console)
         remains = LabRemains(state.lab_id, state.directory, tuple(state.domains), tuple(state.networks))
         errors = await remove_lab(self.hv, None, remains, None, keep_lease=True)  # the slot keeps the lease
         if errors:

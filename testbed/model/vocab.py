@@ -120,6 +120,7 @@ class Phase(StrEnum):
     reported to listeners (CLI progress, the scheduler's view, the environment API)."""
 
     PROVISIONING = "provisioning"
+    EGRESS = "egress"
     SNAPSHOT_BEFORE_SETUP = "snapshot_before_setup"
     SETUP = "setup"
     SNAPSHOT_AFTER_SETUP = "snapshot_after_setup"

@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.agents.base import Agent, AgentContext
 from testbed.analysis import SafetyPolicy
 from testbed.db.recorder import RunRecorder
+from testbed.egress.hub import LabEgress
 from testbed.errors import HarnessError
 from testbed.hypervisor.lab import LabNode
 from testbed.model.vocab import Phase, PhaseStatus, RunState
@@ -80,6 +81,10 @@ class RunContext:
     timings: dict[str, float] = field(default_factory=dict)
     lockouts: dict[str, AccessLoss] = field(default_factory=dict)
     """node → how the agent cut the harness off it (`testbed.runner.lockout`)."""
+    egress: LabEgress | None = None
+    """The lab's attachment to the host's egress proxy, when its policy is not `none`."""
+    resources: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+    """What the steps opened for the run's lifetime; closed before the lab is torn down."""
 
     def __post_init__(self) -> None:
         self.commands.journal = self.journal

@@ -44,7 +44,7 @@ from testbed.hypervisor.savedstate import (
 from testbed.model.vocab import Phase, PhaseStatus, RunState, SnapshotPoint
 from testbed.runner.context import RunContext, RunLab
 from testbed.runner.lifecycle import Lifecycle, agent_steps, prepare_steps
-from testbed.runner.steps import Provision, cold_lab
+from testbed.runner.steps import Provision, cold_lab, console_keeper
 
 PREPARED_POINTS = (SnapshotPoint.BEFORE_SETUP, SnapshotPoint.AFTER_SETUP)
 
@@ -94,6 +94,7 @@ class SavedStateUse:
             hypervisor=ctx.runtime.hypervisor,
             run_id=ctx.run_id,
             job_id=ctx.request.job_id,
+            keep_console=console_keeper(ctx),
         )
         return self.lab
 

@@ -35,6 +35,7 @@ from testbed.runner.request import RunResult
 from testbed.runner.steps import (
     AgentPhase,
     Conclude,
+    Egress,
     LabFactory,
     PersistenceCheck,
     Provision,
@@ -62,6 +63,7 @@ def prepare_steps(make_lab: LabFactory = cold_lab) -> tuple[Step, ...]:
     """Everything before the agent on a fresh lab."""
     return (
         Provision(make_lab),
+        Egress(),
         Snapshot(SnapshotPoint.BEFORE_SETUP, state=None),
         Setup(),
         Snapshot(SnapshotPoint.AFTER_SETUP),

@@ -15,6 +15,7 @@ from typing import Any
 from testbed.agents.base import Agent, AgentContext
 from testbed.agents.scripted import check_agent_nodes, make_agent
 from testbed.analysis import SafetyPolicy
+from testbed.model.egress import EgressSpec, effective_egress
 from testbed.model.task import Task
 from testbed.runner.session import SessionStats
 from testbed.runner.verify import CheckResult
@@ -33,6 +34,13 @@ class RunRequest:
     run_id: str | None = None  # an existing pending run row (created by the scheduler) to execute
     boot_gate: asyncio.Semaphore | None = None  # passed to the Lab: caps/staggers guest boots (scheduler)
     config: dict[str, Any] = field(default_factory=dict)  # merged into the run row's `config`
+    egress: EgressSpec | None = None  # a job's override of the task's and topology's egress policy
+
+    @property
+    def egress_policy(self) -> EgressSpec:
+        """The egress the run's lab gets: the job's override, else the task's, else the
+        topology's, else none."""
+        return effective_egress(self.egress, self.task.definition.egress, self.task.topology.egress)
 
     def validated(self) -> RunRequest:
         """Build the agent and the safety policy now, so bad input fails (as `InputError`)

@@ -13,11 +13,15 @@ import asyncio
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
+from testbed.analysis import redact
 from testbed.analysis.residue import find_residue, record_residue
+from testbed.egress.guestconf import guest_proxy_commands
+from testbed.egress.lab import lab_egress_spec, lab_no_proxy
 from testbed.errors import HarnessError
-from testbed.hypervisor.lab import Lab, LabNode
+from testbed.hypervisor.lab import KeepConsole, Lab, LabNode
 from testbed.model.task import Step as SetupStep
 from testbed.model.vocab import Outcome, Phase, PhaseStatus, Residue, RunState, SnapshotPoint
 from testbed.runner.context import RunContext, RunLab
@@ -51,7 +55,27 @@ def cold_lab(ctx: RunContext) -> RunLab:
         progress=lambda who, what: ctx.emit(ProvisionProgress(ctx.run_id, who, what)),
         boot_gate=request.boot_gate,
         lab_host=rt.lab_host,
+        keep_console=console_keeper(ctx),
     )
+
+
+CONSOLE_LIMIT = 1024 * 1024
+"""The most of a console log kept with a run (its tail)."""
+
+
+def console_keeper(ctx: RunContext) -> KeepConsole:
+    """A lab's `keep_console` hook that stores each node's console log (redacted) as an
+    artifact of the run, so it outlives the lab directory."""
+
+    async def keep(node: str, path: Path) -> None:
+        data = await asyncio.to_thread(path.read_bytes)
+        text = data[-2 * CONSOLE_LIMIT :].decode(errors="replace")
+        if ctx.request.redact:
+            text = (await asyncio.to_thread(redact, text)).text
+        name = f"console-{node}.log"
+        await ctx.call(ctx.recorder.record_artifact, name, "console", text, node=node, limit=CONSOLE_LIMIT)
+
+    return keep
 
 
 @dataclass(frozen=True)
@@ -98,6 +122,43 @@ async def regain_access(ctx: RunContext, node: LabNode, fault: HarnessError) -> 
         await note_lockout(ctx, loss)
     elif not loss.recovered:
         raise fault
+
+
+@dataclass(frozen=True)
+class Egress:
+    """Attach the lab to the host's egress proxy and point its guests at it (recorded
+    harness commands of the setup phase), when the run's policy is not `none`. The
+    attachment is held until teardown, which leaves the proxy before the lab goes and
+    stores every request the guests made (`egress` rows)."""
+
+    async def run(self, ctx: RunContext) -> None:
+        policy = ctx.request.egress_policy
+        if not policy.enabled:
+            return
+        hub, lab = ctx.runtime.egress, ctx.lab
+        if hub is None:
+            raise HarnessError(f"egress {policy.mode!r} needs a local lab host (the egress proxy runs beside libvirt)")
+        if not isinstance(lab, Lab):
+            raise HarnessError("egress is available on freshly provisioned labs only (not on restored saved states)")
+        async with ctx.phase(Phase.EGRESS) as phase:
+            ctx.egress = await ctx.resources.enter_async_context(hub.lab(lab_egress_spec(lab, policy)))
+            no_proxy = lab_no_proxy(lab)
+            for node in ctx.nodes.values():
+                for command in guest_proxy_commands(ctx.egress.proxy_url, node.image.dialect, no_proxy):
+                    done = await ctx.commands.run(node, command, phase="setup", source="harness", timeout=60)
+                    if not done.result.ok:
+                        raise HarnessError(f"egress: configuring {node.name} failed: {done.result.stderr.strip()}")
+            phase.close_as(PhaseStatus.OK, f"egress {policy.mode} through {ctx.egress.proxy_url}")
+
+
+async def leave_egress(ctx: RunContext) -> None:
+    """Close what the steps held (the egress attachment first), then store the requests
+    the guests made through the proxy."""
+    await ctx.resources.aclose()
+    if ctx.egress is not None:
+        records = await asyncio.to_thread(ctx.egress.records)
+        await ctx.call(ctx.recorder.record_egress, records)
+        ctx.egress = None
 
 
 @dataclass(frozen=True)
@@ -266,9 +327,16 @@ class ResidueStep:
 
 async def teardown(ctx: RunContext) -> None:
     """Tear the lab down (when one was made); a failure is recorded on the phase."""
+    errors: list[str] = []
+    try:
+        await leave_egress(ctx)  # the listener holds the bridge address: leave before the lab goes
+    except Exception as exc:  # noqa: BLE001 - recorded on the phase; the lab must still go
+        errors.append(f"egress: {type(exc).__name__}: {exc}")
     if ctx.lab is None:
         return
     async with ctx.phase(Phase.TEARDOWN, RunState.TEARDOWN) as phase:
+        if errors:
+            phase.close_as(PhaseStatus.ERROR, "; ".join(errors))
         try:
             await ctx.lab.down()
         except HarnessError as exc:

@@ -64,6 +64,7 @@ class Executor(Protocol):
 
 VIEW_OF_PHASE: dict[Phase, str] = {
     Phase.PROVISIONING: "provisioning",
+    Phase.EGRESS: "provisioning",
     Phase.SNAPSHOT_BEFORE_SETUP: "provisioning",
     Phase.SETUP: "provisioning",
     Phase.SNAPSHOT_AFTER_SETUP: "provisioning",

@@ -23,6 +23,8 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.config import Settings
+from testbed.egress.hosts import mirror_hosts
+from testbed.egress.hub import EgressHub, EgressSettings
 from testbed.errors import HarnessError, InputError
 from testbed.hypervisor.accel import AccelChoice, choose_accel
 from testbed.hypervisor.connection import Hypervisor
@@ -136,7 +138,11 @@ class RunnerExecutor:
                 self.distributors[host.name] = remote
                 lab_host = lab_host_for(hv, cache=host.image_cache, copies=remote.copies[host.name])
             self._stack.push_async_callback(lab_host.close)
-            self.runtimes[host.name] = Runtime(settings, self.catalog.images, accel, hv, lab_host)
+            hub = None
+            if host.local:
+                hub = EgressHub(EgressSettings.from_env(mirror_hosts(self.catalog.images)))
+                self._stack.push_async_callback(hub.close)
+            self.runtimes[host.name] = Runtime(settings, self.catalog.images, accel, hv, lab_host, hub)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -170,6 +176,7 @@ class RunnerExecutor:
             redact=self.catalog.spec.redact,
             run_id=run.run_id,
             boot_gate=gate,
+            egress=self.catalog.spec.egress,
         )
         try:
             result = await Runner(request, rt, self.db, [on_event]).execute()
