@@ -14,6 +14,7 @@ one agent, spread by the scheduler over one or more lab hosts.
     run_timeout_s: null          # hard wall-clock cap per run (default: agent time + 30 min)
     retry: {limit: 2, backoff_s: 30, factor: 2, max_backoff_s: 600}
     redact: true
+    warm: true                   # runs of a cell restore its saved post-setup state (false: every run boots)
     egress: null                 # overrides every task's egress policy: none | mirror | {allow: [...]}
     hosts:                       # empty: the local libvirt (TESTBED_LIBVIRT_URI) alone
       - name: local
@@ -129,6 +130,7 @@ class JobSpec(_Strict):
     run_timeout_s: float | None = Field(default=None, gt=0)
     retry: RetryPolicy = RetryPolicy()
     redact: bool = True
+    warm: bool = True  # runs of a cell start from its saved post-setup state (testbed.runner.warm)
     egress: EgressSpec | None = None
     hosts: list[HostSpec] = []
 

@@ -22,7 +22,7 @@ from testbed.model.task import discover_tasks, load_task
 from testbed.render.terminal import cell, error_line
 from testbed.runner.events import PhaseEvent, ProvisionProgress, RunEvent, RunFinished, RunStarted
 from testbed.runner.request import RunRequest, RunResult
-from testbed.runner.run import Runner
+from testbed.runner.warm import WarmStarts
 from testbed.runtime import image_catalog, runtime
 
 task_app = typer.Typer(help="Validate and list tasks.", no_args_is_help=True)
@@ -67,19 +67,24 @@ def run_command(
     agent: Annotated[str, typer.Option(help="oracle | noop | replay:FILE")] = "oracle",
     db: Annotated[str | None, typer.Option(help="database URL (default: TESTBED_DB or SQLite in TESTBED_HOME)")] = None,
     redact: Annotated[bool, typer.Option("--redact/--no-redact", help="redact secrets in stored output")] = True,
+    cold: Annotated[
+        bool, typer.Option("--cold", help="boot fresh guests even when the task's saved post-setup state exists")
+    ] = False,
 ) -> None:
-    """Run TASK_DIR once with AGENT on a fresh lab; prints the run id, live phases and the outcome."""
+    """Run TASK_DIR once with AGENT; prints the run id, live phases and the outcome. The
+    first run of a task saves its post-setup state and later runs start from it (a fresh
+    overlay each time); --cold boots fresh guests."""
     settings = Settings.from_env()
     catalog = image_catalog()
     task = load_task(task_dir, images=set(catalog), image=image, memory_budget_mb=settings.memory_budget_mb)
     variant = image or task.definition.images[0]
     request = RunRequest(task, variant, agent, redact=redact).validated()
     sessions = open_database(database_url(db))
-    result = asyncio.run(_run(request, sessions, settings))
+    result = asyncio.run(_run(request, sessions, settings, warm=not cold))
     raise typer.Exit(EXIT_BY_OUTCOME.get(result.outcome, 3))
 
 
-async def _run(request: RunRequest, sessions: sessionmaker[Session], settings: Settings) -> RunResult:
+async def _run(request: RunRequest, sessions: sessionmaker[Session], settings: Settings, *, warm: bool) -> RunResult:
     out = Console(soft_wrap=True)
     t0 = time.monotonic()
     async with runtime(settings) as rt:
@@ -100,7 +105,7 @@ async def _run(request: RunRequest, sessions: sessionmaker[Session], settings: S
                 elif isinstance(event, RunFinished):
                     out.print(cell(f"{stamp}  {'finished':<22} {event.outcome}"))
 
-            result = await Runner(request, rt, sessions, [progress]).execute()
+            result = await WarmStarts(rt, enabled=warm).execute(request, sessions, [progress])
     _print_result(out, result)
     return result
 

@@ -39,7 +39,7 @@ from testbed.model.task import Task, load_task
 from testbed.model.vocab import Phase
 from testbed.runner.events import PhaseEvent, RunEvent
 from testbed.runner.request import RunRequest
-from testbed.runner.run import Runner
+from testbed.runner.warm import WarmStarts
 from testbed.runtime import Runtime
 from testbed.scheduler.bootgate import BootGate
 from testbed.scheduler.executor import VIEW_OF_PHASE, ClaimedRun, ExecOutcome, ProgressFn
@@ -113,6 +113,7 @@ class RunnerExecutor:
         self.pools = pools
         self.runtimes: dict[str, Runtime] = {}
         self.distributors: dict[str, ImageDistributor] = {}
+        self.warm: dict[str, WarmStarts] = {}
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> RunnerExecutor:
@@ -142,7 +143,8 @@ class RunnerExecutor:
             if host.local:
                 hub = EgressHub(EgressSettings.from_env(mirror_hosts(self.catalog.images)))
                 self._stack.push_async_callback(hub.close)
-            self.runtimes[host.name] = Runtime(settings, self.catalog.images, accel, hv, lab_host, hub)
+            self.runtimes[host.name] = rt = Runtime(settings, self.catalog.images, accel, hv, lab_host, hub)
+            self.warm[host.name] = WarmStarts(rt, enabled=self.catalog.spec.warm)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -150,7 +152,6 @@ class RunnerExecutor:
 
     async def execute(self, run: ClaimedRun, host: HostSlot, boot_gate: BootGate, progress: ProgressFn) -> ExecOutcome:
         task = self.catalog.task(run.task_id, run.image)
-        rt = self.runtimes[host.name]
         progress("provisioning")
         try:
             await self.distributors[host.name].ensure(host, self.catalog.images_of(task))
@@ -179,7 +180,7 @@ class RunnerExecutor:
             egress=self.catalog.spec.egress,
         )
         try:
-            result = await Runner(request, rt, self.db, [on_event]).execute()
+            result = await self.warm[host.name].execute(request, self.db, [on_event])
         finally:
             gate.finish()
         return ExecOutcome(result.outcome, result.error)

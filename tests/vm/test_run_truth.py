@@ -85,15 +85,12 @@ class Case:
     reason: str  # a substring of runs.error
 
 
+NFT_DROP = "{ type filter hook input priority 0; policy drop; }"
 LOCKOUTS = [
     Case("link down", Script("link-down", ["ip link set eth0 down", "true"]), "failed", "management interface is down"),
     Case(
         "nft drops ssh",
-        Script(
-            "nft-drop",
-            ["nft add table inet lock && nft add chain inet lock input '{ type filter hook input priority 0; policy drop; }'",
-             "true"],
-        ),
+        Script("nft-drop", [f"nft add table inet lock && nft add chain inet lock input '{NFT_DROP}'", "true"]),
         "failed",
         "filtered",
     ),

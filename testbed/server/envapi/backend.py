@@ -1,17 +1,11 @@
-"""The real episode backend: tasks from the checkout, runs by `testbed.runner.run.Runner`.
+"""The real episode backend: tasks from the checkout, each episode one run through
+`testbed.runner.warm.WarmStarts` (fast reset).
 
 Fast reset (`fast_reset=True`, the default of `testbed serve`): an episode starts from the
-task's saved post-setup state (`testbed.hypervisor.savedstate`, run by
-the saved-state lifecycles of `testbed.runner.fastreset`). The first episode of a (task, image variant,
-key) builds the slot (a cold start that is saved after setup, then continues restored); the
-next ones restore it. One slot serves one episode at a time (its lab's names, addresses and
-MACs are fixed): an episode that finds the task's slot busy does NOT wait — it falls back to
-an ordinary cold run (recorded as `config.fast_reset.mode = "cold"`), so concurrent episodes
-of one task still run, only slower. A slot that fails to restore is removed (the next episode
-rebuilds it). Without fast reset, every episode is an ordinary cold run.
-
-Saved states are local files (memory image, frozen disk), so fast reset applies only when the
-libvirt URI is local; on a remote lab host every episode is a cold run (logged once).
+task's saved post-setup state; the rules (which runs are eligible, one slot per task at a
+time, a busy slot means a cold start, a broken slot is rebuilt) are `WarmStarts`' and the
+same as for `testbed run` and `testbed launch`. Without fast reset every episode is an
+ordinary cold run.
 """
 
 from __future__ import annotations
@@ -25,12 +19,10 @@ from pathlib import Path
 from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.config import Settings
-from testbed.hypervisor.savedstate import SlotStore, state_key
-from testbed.images.store import ImageStore
+from testbed.hypervisor.savedstate import SlotStore
 from testbed.model.task import Task, load_task
-from testbed.runner.fastreset import SavedStateUse
 from testbed.runner.request import RunRequest, RunResult
-from testbed.runner.run import Runner
+from testbed.runner.warm import WarmStarts, cell_key
 from testbed.runtime import Runtime, runtime
 from testbed.server.envapi.episodes import EpisodeManager, ExternalAgent, NotFoundError
 
@@ -53,11 +45,11 @@ class RunnerBackend:
         self.db = db
         self.root = root
         self.job_id = job_id
-        remote = rt.lab_host.remote
-        if fast_reset and remote:
+        if fast_reset and rt.lab_host.remote:
             log.warning("fast reset is off: saved states are local files and %s is a remote host", rt.hypervisor.uri)
-        self.fast_reset = fast_reset and not remote
-        self.states = SlotStore(rt.settings)
+        self.warm = WarmStarts(rt, enabled=fast_reset)
+        self.fast_reset = self.warm.enabled and not rt.lab_host.remote
+        self.states = self.warm.store
 
     def load_task(self, task_id: str, image: str | None) -> Task:
         directory = self.root / "tasks" / task_id
@@ -73,37 +65,11 @@ class RunnerBackend:
 
     async def run(self, task: Task, image: str, agent: ExternalAgent) -> RunResult:
         request = RunRequest(task, image, agent.name, job_id=self.job_id, agent_instance=agent)
-        key = self.state_key(task, image) if self.fast_reset else None
-        if key is None:
-            return await Runner(request, self.rt, self.db).execute()
-        with self.states.lock(task.id, wait=False) as held:
-            if not held:
-                log.info("saved state of %s is in use: cold start", task.id)
-                request.config = {"fast_reset": {"mode": "cold", "state_key": key, "reason": "saved state busy"}}
-                return await Runner(request, self.rt, self.db).execute()
-            meta = await asyncio.to_thread(self.states.load, task.id, key)
-            use = SavedStateUse(self.states, key, meta)
-            try:
-                return await Runner(request, self.rt, self.db, saved=use).execute()
-            finally:
-                if use.slot_broken:
-                    log.warning("saved state %s/%s could not be restored: removing it", task.id, key)
-                    await asyncio.to_thread(self.states.invalidate, task.id, None)
+        return await self.warm.execute(request, self.db)
 
     def state_key(self, task: Task, image: str) -> str | None:
-        """The task's slot key for `image`; None when an image is not in the cache (the cold
-        path then reports it as usual)."""
-        store = ImageStore(self.rt.settings.images_dir)
-        stored, defs = {}, {}
-        for node in task.topology.nodes:
-            name = node.image or ""
-            found = store.get(name)
-            if found is None or name not in self.rt.catalog:
-                return None
-            stored[node.name], defs[node.name] = found, self.rt.catalog[name]
-        return state_key(
-            task.directory, stored, task.topology, variant=image, accel=self.rt.accel.accel, image_defs=defs
-        )
+        """The task's slot key for `image` (see `testbed.runner.warm.cell_key`)."""
+        return cell_key(self.rt, task, image)
 
     def database(self) -> sessionmaker[Session]:
         return self.db

@@ -1,0 +1,102 @@
+"""Warm starts: runs of one cell (task, image variant, topology) start from the cell's
+saved post-setup state instead of a cold boot — for `testbed run`, `testbed launch` and the
+environment API alike.
+
+Contract of `WarmStarts.execute(request, db, listeners)`:
+- A run is *eligible* when warm starts are on, the lab host is local (saved states are
+  local files), the run's egress policy is `none` (a restored lab is not re-attached to the
+  egress proxy) and every image of the topology is in the cache. An ineligible run runs
+  cold, and `runs.config.fast_reset` says so: `{"mode": "cold", "reason": …}`.
+- Eligible: the first run of a cell builds the cell's slot (lifecycle `build_state`: a
+  cold boot, saved after setup), later runs restore it (lifecycle `restore`). One slot
+  serves one run at a time (its lab's names, addresses and MACs are fixed): a run that
+  finds the cell's slot in use does not wait, it runs cold (reason "saved state busy").
+- A slot that fails to restore is removed; the next run of the cell rebuilds it.
+- The slot key hashes the task directory, the images and the topology
+  (`testbed.hypervisor.savedstate.state_key`): any change makes a new slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from testbed.hypervisor.savedstate import SlotStore, state_key
+from testbed.images.store import ImageStore
+from testbed.model.task import Task
+from testbed.runner.events import Listener
+from testbed.runner.fastreset import SavedStateUse
+from testbed.runner.request import RunRequest, RunResult
+from testbed.runner.run import Runner
+from testbed.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def cell_key(rt: Runtime, task: Task, image: str) -> str | None:
+    """The slot key of (task, image) on `rt`; None when an image is not in the cache (the
+    cold path then reports it as usual)."""
+    store = ImageStore(rt.settings.images_dir)
+    stored, defs = {}, {}
+    for node in task.topology.nodes:
+        name = node.image or ""
+        found = store.get(name)
+        if found is None or name not in rt.catalog:
+            return None
+        stored[node.name], defs[node.name] = found, rt.catalog[name]
+    return state_key(task.directory, stored, task.topology, variant=image, accel=rt.accel.accel, image_defs=defs)
+
+
+class WarmStarts:
+    """See module docstring. One per runtime (host)."""
+
+    def __init__(self, rt: Runtime, *, enabled: bool = True) -> None:
+        self.rt = rt
+        self.enabled = enabled
+        self.store = SlotStore(rt.settings)
+
+    def ineligible(self, request: RunRequest) -> str | None:
+        """Why `request` must run cold, or None."""
+        if not self.enabled:
+            return "warm starts are off (--cold)"
+        if self.rt.lab_host.remote:
+            return f"saved states are local files and {self.rt.hypervisor.uri} is a remote host"
+        if request.egress_policy.enabled:
+            return "the run has guest egress (restored labs are not attached to the proxy)"
+        return None
+
+    async def execute(
+        self, request: RunRequest, db: sessionmaker[Session], listeners: list[Listener] | None = None
+    ) -> RunResult:
+        why = self.ineligible(request)
+        key = None if why else cell_key(self.rt, request.task, request.image)
+        if key is None:
+            return await self._cold(request, db, listeners, why or "an image of the topology is not in the cache", None)
+        task = request.task
+        with self.store.lock(task.id, wait=False) as held:
+            if not held:
+                return await self._cold(request, db, listeners, "saved state busy", key)
+            meta = await asyncio.to_thread(self.store.load, task.id, key)
+            use = SavedStateUse(self.store, key, meta)
+            try:
+                return await Runner(request, self.rt, db, listeners, saved=use).execute()
+            finally:
+                if use.slot_broken:
+                    log.warning("saved state %s/%s could not be restored: removing it", task.id, key)
+                    await asyncio.to_thread(self.store.invalidate, task.id, None)
+
+    async def _cold(
+        self,
+        request: RunRequest,
+        db: sessionmaker[Session],
+        listeners: list[Listener] | None,
+        reason: str,
+        key: str | None,
+    ) -> RunResult:
+        info: dict[str, object] = {"mode": "cold", "reason": reason}
+        if key is not None:
+            info["state_key"] = key
+        request.config = {**request.config, "fast_reset": info}
+        return await Runner(request, self.rt, db, listeners).execute()
