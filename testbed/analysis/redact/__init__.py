@@ -1,0 +1,101 @@
+"""Secret redaction: the one redactor for every text testbed stores or shows.
+
+Contract:
+
+- `redact(text)` returns a `RedactionResult`: `text` with every recognised secret replaced
+  by `[REDACTED:kind]`, `count` the number of replacements, `kinds` the sorted unique kinds.
+  It never raises, is idempotent (`redact(redact(t).text)` changes nothing and counts 0),
+  and replaces only the secret: the key, option, user name, header name, quotes and the
+  rest of the line stay, so the output stays readable.
+- `redact_json(value, kinds)` returns a copy of a JSON value with every string redacted
+  (keys too) and, beyond that, the whole string value of every key that names a secret
+  (`{"password": "x"}`, `{"private_key_id": "…"}`, see `keys`); the kinds found are added
+  to `kinds`. The structure is kept, so the JSON stays valid.
+- Time is linear in the length of the text, adversarial text included (`engine`,
+  `Scan.ops`; `benchmarks/redact.py` measures it). Text that holds no key word costs one
+  Aho-Corasick pass.
+
+What is recognised, by module:
+
+- `tokens`: formats — private key blocks (PEM of every key type, PGP, PuTTY), GitHub,
+  GitLab, Slack, Stripe, Vault (`hvs.`, legacy `s.`), OpenAI/Anthropic `sk-`, Google
+  `AIza`/`ya29.`/`GOCSPX-`, npm, Hugging Face, PyPI, Docker Hub, DigitalOcean, Shopify,
+  Grafana, age keys, AWS access key ids and the secret key after one, Azure client
+  secrets, JSON web tokens, password hashes (crypt(3), `{SSHA}`, pbkdf2, MySQL).
+- `assign`: values of secret keys (`PASSWORD=…`, `"db_password": "…"`, `MYSQL_PWD=`,
+  `*_PASS=`, `*_TOKEN=`, `*_SECRET=`, `AccountKey=`, `private_key_id`, `--password …`,
+  `-storepass …`, `<password>…</password>`), `Authorization:` credentials and bearer
+  tokens, `scheme://user:password@host`, `.netrc` lines, SQL `IDENTIFIED BY`/`PASSWORD`,
+  Redis `requirepass`/`masterauth`.
+- `argv`: command arguments — `mysql -pX`, `htpasswd -b F U X`, `openssl … pass:X`/`-k X`,
+  `redis-cli -a X`, `docker login -p X`, `sshpass -p X`, `curl -u u:X`, `echo u:X |
+  chpasswd`, `echo X | passwd --stdin`, `sudo -S`, `--password-stdin`, and more.
+
+Not redacted (false-positive traps, see the unit tests' corpus): hex digests, git SHAs,
+UUIDs, docker image digests, PAM lines, `PasswordAuthentication no`, prompts (`Password:`),
+`passwd: password updated successfully`, prose (`password policy updated`), variable
+references (`$PASS`, `${PASS}`), templates, booleans, public certificates and keys, paths
+given as `--password-file`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from testbed.analysis.redact.engine import analyse, rebuild, work
+from testbed.analysis.redact.keys import key_info
+from testbed.analysis.redact.scan import MARKER_PREFIX, tag
+from testbed.analysis.redact.values import secret_value
+
+__all__ = ["RedactionResult", "redact", "redact_json", "tag", "work"]
+
+_KEY = re.compile(r"[\w.-]+")
+
+
+@dataclass(frozen=True)
+class RedactionResult:
+    """Redacted text, number of replacements, sorted unique kinds replaced."""
+
+    text: str
+    count: int
+    kinds: tuple[str, ...]
+
+
+def redact(text: str) -> RedactionResult:
+    """Replace secrets in `text` with `[REDACTED:kind]` markers. Never raises; idempotent."""
+    if not isinstance(text, str) or not text:
+        return RedactionResult(text if isinstance(text, str) else "", 0, ())
+    scan = analyse(text)
+    if scan is None or not scan.spans:
+        return RedactionResult(text, 0, ())
+    out, count, kinds = rebuild(scan)
+    return RedactionResult(out, count, kinds)
+
+
+def _text(value: str, kinds: set[str]) -> str:
+    result = redact(value)
+    if result.count:
+        kinds.update(result.kinds)
+    return result.text
+
+
+def redact_json(value: Any, kinds: set[str]) -> Any:
+    """A copy of the JSON value `value`, redacted (see the module contract)."""
+    if isinstance(value, str):
+        return _text(value, kinds)
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            name = _text(key, kinds) if isinstance(key, str) else key
+            info = key_info(key) if isinstance(key, str) and isinstance(item, str) and _KEY.fullmatch(key) else None
+            if info is not None and secret_value(info, item) and MARKER_PREFIX not in item:
+                kinds.add(info.kind)
+                out[name] = tag(info.kind)
+            else:
+                out[name] = redact_json(item, kinds)
+        return out
+    if isinstance(value, list | tuple):
+        return [redact_json(item, kinds) for item in value]
+    return value
