@@ -39,17 +39,15 @@ import os
 import re
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
 import httpx
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from testbed.agents.base import Action, Agent, AgentContext, Observation
-from testbed.db.models import ModelTurn
-from testbed.db.recorder import RunRecorder, clean_json, clean_text
+from testbed.db.recorder import RunRecorder
+from testbed.db.records import TurnRecord
 from testbed.db.types import utcnow
 from testbed.errors import HarnessError, InputError
 
@@ -126,58 +124,15 @@ class OpenAISettings:
 
 
 class ModelTurnWriter:
-    """Stores one run's model turns (`model_turns` rows), numbering them 1, 2, 3, ...
-
-    Writes through the run's `RunRecorder` transaction helper, so a turn is committed
-    before the call returns, like every other row of the run."""
+    """Stores one run's model turns through the run's `RunRecorder` (which numbers them,
+    redacts them like every other text of the run, and commits before returning)."""
 
     def __init__(self, recorder: RunRecorder) -> None:
         self.recorder = recorder
-        with Session(recorder._engine) as session:  # the run writer's engine (BEGIN IMMEDIATE)
-            top = session.scalar(select(func.max(ModelTurn.seq)).where(ModelTurn.run_id == recorder.run_id))
-        self._seq = top or 0
 
     def write(self, turn: TurnRecord) -> int:
         """Insert `turn` with the next `seq`; return its id."""
-
-        def work(session: Session) -> int:
-            row = ModelTurn(
-                run_id=self.recorder.run_id,
-                seq=self._seq + 1,
-                model=turn.model,
-                started_at=turn.started_at,
-                latency_ms=turn.latency_ms,
-                messages=clean_json(turn.messages),
-                response=clean_json(turn.response),
-                tool_calls=clean_json(turn.tool_calls),
-                finish_reason=turn.finish_reason,
-                prompt_tokens=turn.usage.get("prompt_tokens"),
-                completion_tokens=turn.usage.get("completion_tokens"),
-                total_tokens=turn.usage.get("total_tokens"),
-                error=clean_text(turn.error) if turn.error is not None else None,
-            )
-            session.add(row)
-            session.flush()
-            return row.id
-
-        row_id = self.recorder._write(work)  # the recorder's lock; commits before returning
-        self._seq += 1
-        return row_id
-
-
-@dataclass
-class TurnRecord:
-    """One model call, as stored."""
-
-    model: str
-    started_at: Any
-    latency_ms: int
-    messages: list[dict[str, Any]]
-    response: dict[str, Any] | None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-    error: str | None = None
+        return self.recorder.record_model_turn(turn)
 
 
 @dataclass

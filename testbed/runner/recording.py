@@ -3,8 +3,9 @@
 Contract: every command that reaches a guest — setup, agent, verification, probes — gets a
 row, committed before `run()` returns (so before the run's next command starts). A transport
 failure is recorded too (exit status NULL, `error` set) and then re-raised as a harness
-error. Agent output is redacted before it is stored when `redact` is on; the agent itself
-still sees the raw output.
+error. Redaction is the run recorder's (`RunRecorder.redactor`: every row it writes, of every
+source, in its thread); `redact_output` True (the default) gives the recorder the redactor,
+False takes it away. The agent itself still sees the raw output.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from testbed.analysis import classify, redact
+from testbed.analysis import classify
+from testbed.analysis.redact import Redactor
 from testbed.db.recorder import RunRecorder
 from testbed.db.records import CommandRecord
 from testbed.errors import HarnessError
@@ -32,7 +34,10 @@ class Recorded:
 class CommandRecorder:
     def __init__(self, recorder: RunRecorder, *, redact_output: bool = True, max_output: int = 64 * 1024) -> None:
         self.recorder = recorder
-        self.redact_output = redact_output
+        if not redact_output:
+            recorder.redactor = None
+        elif recorder.redactor is None:
+            recorder.redactor = Redactor()
         self.max_output = max_output
 
     async def run(
@@ -75,37 +80,23 @@ class CommandRecorder:
         self, node: str, command: str, *, phase: str, source: str, reason: str, impact: list[str]
     ) -> int:
         """Record a command that was refused (blocked by policy, unknown node, over limits)."""
-        text, kinds = self._redact(command) if source == "agent" else (command, [])
         return await self.store(
             CommandRecord(
                 node=node,
                 phase=phase,
                 source=source,
-                command=text,
+                command=command,
                 started_at=datetime.now(UTC),
                 duration_ms=0,
                 impact=impact,
                 error=reason,
-                redacted=kinds or None,
             )
         )
-
-    def _redact(self, text: str) -> tuple[str, list[str]]:
-        if not self.redact_output:
-            return text, []
-        result = redact(text)
-        return result.text, list(result.kinds)
 
     def to_record(
         self, node: str, result: ExecResult, phase: str, source: str, impact: list[str], stored_stdout_limit: int | None
     ) -> CommandRecord:
-        command, stdout, stderr = result.command, result.stdout, result.stderr
-        kinds: set[str] = set()
-        if source == "agent":
-            command, k1 = self._redact(command)
-            stdout, k2 = self._redact(stdout)
-            stderr, k3 = self._redact(stderr)
-            kinds = {*k1, *k2, *k3}
+        stdout = result.stdout
         stdout_truncated = result.stdout_truncated
         if stored_stdout_limit is not None and len(stdout) > stored_stdout_limit:
             stdout = (
@@ -116,15 +107,14 @@ class CommandRecorder:
             node=node,
             phase=phase,
             source=source,
-            command=command,
+            command=result.command,
             started_at=result.started_at,
             duration_ms=result.duration_ms,
             exit_code=result.exit_code,
             stdout=stdout,
-            stderr=stderr,
+            stderr=result.stderr,
             stdout_truncated=stdout_truncated,
             stderr_truncated=result.stderr_truncated,
             timed_out=result.timed_out,
             impact=impact,
-            redacted=sorted(kinds) or None,
         )

@@ -7,6 +7,12 @@ Contract:
   It never raises, is idempotent (`redact(redact(t).text)` changes nothing and counts 0),
   and replaces only the secret: the key, option, user name, header name, quotes and the
   rest of the line stay, so the output stays readable.
+- `Redactor` is what the layers that store text are handed (the run recorder, the export):
+  `text(value, kinds)` is `redact(value).text`, adding the kinds found to `kinds`;
+  `json(value, kinds)` is `redact_json`. It memoises the results of short texts (at most
+  `CACHE_MAX_CHARS` characters, `CACHE_ENTRIES` of them, least recently used first out):
+  `redact` is a pure function and command texts repeat a lot, so the cache changes speed,
+  never results.
 - `redact_json(value, kinds)` returns a copy of a JSON value with every string redacted
   (keys too) and, beyond that, the whole string value of every key that names a secret
   (`{"password": "x"}`, `{"private_key_id": "…"}`, see `keys`); the kinds found are added
@@ -41,6 +47,8 @@ given as `--password-file`.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +57,10 @@ from testbed.analysis.redact.keys import key_info
 from testbed.analysis.redact.scan import MARKER_PREFIX, tag
 from testbed.analysis.redact.values import secret_value
 
-__all__ = ["RedactionResult", "redact", "redact_json", "tag", "work"]
+__all__ = ["CACHE_ENTRIES", "CACHE_MAX_CHARS", "RedactionResult", "Redactor", "redact", "redact_json", "tag", "work"]
+
+CACHE_MAX_CHARS = 512
+CACHE_ENTRIES = 50_000
 
 _KEY = re.compile(r"[\w.-]+")
 
@@ -74,6 +85,41 @@ def redact(text: str) -> RedactionResult:
     return RedactionResult(out, count, kinds)
 
 
+class Redactor:
+    """`redact` and `redact_json` with a memo of short texts (see the module contract)."""
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[str, tuple[str, tuple[str, ...]]] = OrderedDict()
+
+    def _redact(self, value: str) -> tuple[str, tuple[str, ...]]:
+        if len(value) > CACHE_MAX_CHARS:
+            result = redact(value)
+            return result.text, result.kinds
+        hit = self._cache.get(value)
+        if hit is not None:
+            self._cache.move_to_end(value)
+            return hit
+        result = redact(value)
+        entry = (result.text, result.kinds)
+        self._cache[value] = entry
+        if len(self._cache) > CACHE_ENTRIES:
+            self._cache.popitem(last=False)
+        return entry
+
+    def text(self, value: str, kinds: set[str]) -> str:
+        """`value` with its secrets replaced; the kinds replaced are added to `kinds`."""
+        if not value:
+            return value
+        out, found = self._redact(value)
+        if found:
+            kinds.update(found)
+        return out
+
+    def json(self, value: Any, kinds: set[str]) -> Any:
+        """A redacted copy of the JSON value `value` (see `redact_json`)."""
+        return redact_json(value, kinds, self.text)
+
+
 def _text(value: str, kinds: set[str]) -> str:
     result = redact(value)
     if result.count:
@@ -81,21 +127,22 @@ def _text(value: str, kinds: set[str]) -> str:
     return result.text
 
 
-def redact_json(value: Any, kinds: set[str]) -> Any:
-    """A copy of the JSON value `value`, redacted (see the module contract)."""
+def redact_json(value: Any, kinds: set[str], text: Callable[[str, set[str]], str] = _text) -> Any:
+    """A copy of the JSON value `value`, redacted (see the module contract); `text` redacts
+    one string."""
     if isinstance(value, str):
-        return _text(value, kinds)
+        return text(value, kinds)
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            name = _text(key, kinds) if isinstance(key, str) else key
+            name = text(key, kinds) if isinstance(key, str) else key
             info = key_info(key) if isinstance(key, str) and isinstance(item, str) and _KEY.fullmatch(key) else None
             if info is not None and secret_value(info, item) and MARKER_PREFIX not in item:
                 kinds.add(info.kind)
                 out[name] = tag(info.kind)
             else:
-                out[name] = redact_json(item, kinds)
+                out[name] = redact_json(item, kinds, text)
         return out
     if isinstance(value, list | tuple):
-        return [redact_json(item, kinds) for item in value]
+        return [redact_json(item, kinds, text) for item in value]
     return value

@@ -21,6 +21,7 @@ Kinds: `password` (and `aws_secret_key`, `azure_key`, `gcp_key` where the key sa
 - SQL: `IDENTIFIED [WITH plugin] BY 'x'` (or unquoted, Oracle), `PASSWORD('x')`,
   `SET PASSWORD FOR user = 'x'`; `PASSWORD 'x'` and `PASSWORD = 'x'` are key/values.
 - Redis: `requirepass VALUE`, `masterauth VALUE` (config lines, `CONFIG SET`).
+- `.pgpass`: the last field of `host:port:database:user:password` (port digits or `*`).
 
 Each rule walks the occurrences of its key words once, in order, and skips those inside the
 key run or value it has just read, so each character is read a bounded number of times.
@@ -276,6 +277,26 @@ def run_sql(scan: Scan) -> None:
             if low.startswith("password", pos):
                 continue  # `= PASSWORD('x')`: that call is read on its own
         take_value(scan, pos, lend, "password", RANK_VALUE)
+
+
+_PGPASS = re.compile(r"(?<![^\s'\"])[^:\s'\"]++:(?:\d{1,5}+|\*):[^:\s'\"]++:[^:\s'\"]++:([^\s'\"]++)")
+PGPASS_NEEDLES = (":5432:", ":*:", "pgpass")
+
+
+def run_pgpass(scan: Scan) -> None:
+    """`.pgpass` lines: `host:port:database:user:password` (port digits or `*`)."""
+    seen: set[int] = set()
+    for needle in PGPASS_NEEDLES:
+        for j in scan.hits(needle):
+            line = scan.line_start(j)
+            if line in seen:
+                continue
+            seen.add(line)
+            stop = scan.line_end(j)
+            scan.ops += stop - line
+            for m in _PGPASS.finditer(scan.raw, line, stop):
+                if plausible(m.group(1)) and not m.group(1).startswith(MARKER_PREFIX):
+                    scan.add(m.start(1), m.end(1), "password", RANK_VALUE)
 
 
 def run_directives(scan: Scan) -> None:

@@ -79,6 +79,7 @@ RULES: tuple[Rule, ...] = (
     Rule("netrc", ("password",), assign.run_netrc),
     Rule("sql", ("identified", "password"), assign.run_sql),
     Rule("directives", ("requirepass", "masterauth"), assign.run_directives),
+    Rule("pgpass", assign.PGPASS_NEEDLES, assign.run_pgpass),
     Rule(
         "commands",
         commands.NEEDLES,
