@@ -493,7 +493,6 @@ class RunRecorder:
 
         return self._write(work)
 
-
     # --- model turns -------------------------------------------------------------------
 
     def record_model_turn(self, turn: TurnRecord) -> int:

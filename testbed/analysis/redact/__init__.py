@@ -10,8 +10,8 @@ Contract:
 - `Redactor` is what the layers that store text are handed (the run recorder, the export):
   `text(value, kinds)` is `redact(value).text`, adding the kinds found to `kinds`;
   `json(value, kinds)` is `redact_json`. It memoises the results of short texts (at most
-  `CACHE_MAX_CHARS` characters, `CACHE_ENTRIES` of them, least recently used first out):
-  `redact` is a pure function and command texts repeat a lot, so the cache changes speed,
+  `CACHE_MAX_CHARS` characters, at most `CACHE_ENTRIES` of them: a full memo starts afresh):
+  `redact` is a pure function and command texts repeat a lot, so the memo changes speed,
   never results.
 - `redact_json(value, kinds)` returns a copy of a JSON value with every string redacted
   (keys too) and, beyond that, the whole string value of every key that names a secret
@@ -47,10 +47,9 @@ given as `--password-file`.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from testbed.analysis.redact.engine import analyse, rebuild, work
 from testbed.analysis.redact.keys import key_info
@@ -89,31 +88,33 @@ class Redactor:
     """`redact` and `redact_json` with a memo of short texts (see the module contract)."""
 
     def __init__(self) -> None:
-        self._cache: OrderedDict[str, tuple[str, tuple[str, ...]]] = OrderedDict()
+        self._cache: dict[str, tuple[str, tuple[str, ...]]] = {}
 
-    def _redact(self, value: str) -> tuple[str, tuple[str, ...]]:
-        if len(value) > CACHE_MAX_CHARS:
-            result = redact(value)
-            return result.text, result.kinds
-        hit = self._cache.get(value)
-        if hit is not None:
-            self._cache.move_to_end(value)
-            return hit
-        result = redact(value)
-        entry = (result.text, result.kinds)
-        self._cache[value] = entry
-        if len(self._cache) > CACHE_ENTRIES:
-            self._cache.popitem(last=False)
-        return entry
+    @overload
+    def text(self, value: str, kinds: set[str]) -> str: ...
 
-    def text(self, value: str, kinds: set[str]) -> str:
+    @overload
+    def text(self, value: None, kinds: set[str]) -> None: ...
+
+    def text(self, value: str | None, kinds: set[str]) -> str | None:
         """`value` with its secrets replaced; the kinds replaced are added to `kinds`."""
         if not value:
             return value
-        out, found = self._redact(value)
-        if found:
-            kinds.update(found)
-        return out
+        entry = self._cache.get(value)
+        if entry is None:
+            scan = analyse(value)
+            if scan is None or not scan.spans:
+                entry = (value, ())
+            else:
+                out, _, found = rebuild(scan)
+                entry = (out, found)
+            if len(value) <= CACHE_MAX_CHARS:
+                if len(self._cache) >= CACHE_ENTRIES:
+                    self._cache.clear()  # bounded: start afresh rather than track recency
+                self._cache[value] = entry
+        if entry[1]:
+            kinds.update(entry[1])
+        return entry[0]
 
     def json(self, value: Any, kinds: set[str]) -> Any:
         """A redacted copy of the JSON value `value` (see `redact_json`)."""

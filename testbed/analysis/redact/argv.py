@@ -143,9 +143,11 @@ def _read_region(scan: Scan, start: int, end: int, depth: int, hits: list[int]) 
             words, here, before = [], [], scan.raw[s:e] if kind == "o" else "\n"
         k += 1
     commands.append((words, here, before))
+    names = [[_name(scan, w) if w.end - w.start <= 40 else "" for w in cmd] for cmd, _, _ in commands]
+    scan.ops += sum(map(len, names))
     for index, (cmd, _here, _before) in enumerate(commands):
-        _check_command(scan, cmd)
-        _check_stdin(scan, commands, index)
+        _check_command(scan, cmd, names[index])
+        _check_stdin(scan, commands, names, index)
 
 
 def _read_quoted(scan: Scan, w: Word, depth: int, hits: list[int]) -> None:
@@ -166,12 +168,11 @@ def _name(scan: Scan, w: Word) -> str:
     return text.rsplit("/", 1)[-1] if "/" in text else text
 
 
-def _check_command(scan: Scan, words: list[Word]) -> None:
+def _check_command(scan: Scan, words: list[Word], names: list[str]) -> None:
     """Check every command word of a simple command with the words after it, up to the next
     command word (which is checked on its own; not one that is the value of a flag, as in
     `sshpass -p curl …`) and at most `MAX_ARGS` words: each word is read at most twice."""
-    specs = [spec_of(_name(scan, w)) if w.end - w.start <= 40 else None for w in words]
-    scan.ops += len(words)
+    specs = [spec_of(name) for name in names]
     for k, spec in enumerate(specs):
         if spec is None:
             continue
@@ -186,32 +187,32 @@ def _check_command(scan: Scan, words: list[Word]) -> None:
         apply(scan, spec, words[k + 1 : stop])
 
 
-def _reads_stdin(scan: Scan, words: list[Word]) -> str | None:
+def _reads_stdin(scan: Scan, words: list[Word], names: list[str]) -> str | None:
     """The name of the secret reader among `words` (`chpasswd`, `passwd`, …), or None."""
-    texts = [text(scan, w) for w in words[:MAX_ARGS]]
-    for t in texts:
-        name = t.rsplit("/", 1)[-1].lower()
+    for name in names[:MAX_ARGS]:
         flags = STDIN_READERS.get(name)
-        if flags is not None and (not flags or any(f in texts for f in flags)):
+        if flags is not None and (not flags or any(text(scan, w) in flags for w in words[:MAX_ARGS])):
             return name
-    return "docker" if STDIN_FLAG in texts else None
+    return "docker" if STDIN_FLAG in names[:MAX_ARGS] else None
 
 
-def _check_stdin(scan: Scan, commands: list[tuple[list[Word], list[Word], str]], index: int) -> None:
+def _check_stdin(
+    scan: Scan, commands: list[tuple[list[Word], list[Word], str]], names: list[list[str]], index: int
+) -> None:
     """Secrets written to a command that reads one from standard input."""
     words, here, before = commands[index]
-    reader = _reads_stdin(scan, words) if words else None
+    piped = before == "|" and index > 0 and bool(names[index - 1]) and names[index - 1][0] in PRODUCERS
+    if not (here or piped):
+        return
+    reader = _reads_stdin(scan, words, names[index])
     if reader is None:
         return
     delimiter = ":" if reader == "chpasswd" else None
     for w in here:
         _mask_word(scan, w, delimiter)
-    if before != "|" or index == 0:
+    if not piped:
         return
-    producer = commands[index - 1][0]
-    if not producer or _name(scan, producer[0]) not in PRODUCERS:
-        return
-    for w in producer[1 : 1 + MAX_ARGS]:
+    for w in commands[index - 1][0][1 : 1 + MAX_ARGS]:
         if scan.raw[w.start] == "-" and w.end - w.start <= 3:
             continue  # echo -n, -e, -ne
         _mask_word(scan, w, delimiter)

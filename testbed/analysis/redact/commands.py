@@ -11,6 +11,7 @@ cannot hold a secret (a `curl` line needs `-u`): the engine skips lines that lac
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -274,6 +275,7 @@ NEEDLES: tuple[str, ...] = tuple(sorted({*_SPECS, *(p for p, _ in _PREFIX_SPECS)
 """The command names (folded) whose lines this rule reads."""
 
 
+@functools.lru_cache(maxsize=4096)
 def spec_of(name: str) -> Spec | None:
     """The spec of the command `name` (a lower-case base name), if any."""
     spec = _SPECS.get(name)

@@ -95,6 +95,10 @@ class Scan:
             self.ops += self.n + len(found)
         return found
 
+    def present(self, needles: frozenset[str]) -> set[str]:
+        """The members of `needles` that occur (of those found in the engine's one pass)."""
+        return self._hits.keys() & needles
+
     def hits_of(self, needles: tuple[str, ...]) -> list[tuple[int, str]]:
         """(position, needle) of every occurrence of every needle, ascending."""
         found = [(i, needle) for needle in needles for i in self.hits(needle)]

@@ -81,7 +81,6 @@ FORMATS: tuple[TokenFormat, ...] = (
     TokenFormat("slack_token", ("xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxe-", "xapp-"), _ALNUM + "-", 10),
     TokenFormat("stripe_key", ("sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"), _ALNUM, 16, boundary="_"),
     TokenFormat("vault_token", ("hvs.", "hvb.", "hvr."), _ALNUM + "_-", 20, boundary="."),
-    TokenFormat("vault_token", ("s.",), _ALNUM, 24, 24, _vault_legacy, boundary="_."),
     TokenFormat("api_key", ("sk-",), _ALNUM + "_-", 20, accept=_mixed),
     TokenFormat("api_key", ("AIza",), _ALNUM + "_-", 35, 35),
     TokenFormat("api_key", ("npm_",), _ALNUM, 36, 36, boundary="_"),
@@ -102,13 +101,17 @@ NEEDLES: tuple[str, ...] = tuple(sorted({p.lower() for f in FORMATS for p in f.p
 
 
 _COMPILED = tuple((fmt, fmt.body(), fmt.before()) for fmt in FORMATS)
+_PREFIXES = frozenset(NEEDLES)
 
 
 def run_formats(scan: Scan) -> None:
     """Record every token of `FORMATS` in the text."""
     raw = scan.raw
+    present = scan.present(_PREFIXES)
     for fmt, body, before in _COMPILED:
         for prefix in fmt.prefixes:
+            if prefix.lower() not in present:
+                continue
             start = len(prefix)
             last = 0
             for j in scan.hits(prefix.lower()):
@@ -273,25 +276,28 @@ _HASH = re.compile(r"[./A-Za-z0-9+=]{16,}")
 _BASE64 = _run(_ALNUM + "+/=")
 _HEX40 = re.compile(r"[0-9A-F]{40}")
 _BRACED = ("{ssha", "{sha", "{smd5", "{md5")
-HASH_PREFIXES = ("pbkdf2_", *_BRACED)
-"""Needles of the hashes that do not start with `$` or `*`."""
+CRYPT_NEEDLES = tuple("$" + i for i in _CRYPT_IDS)
+MYSQL_HASH_NEEDLES = ("| *", "'*", '"*', "\t*", " *", "=*", "\n*")
+HASH_NEEDLES = (*CRYPT_NEEDLES, *MYSQL_HASH_NEEDLES, "pbkdf2_", *_BRACED)
+"""The needles of the password hashes."""
+START = "\0start:"
+"""Prefix of a needle that the engine counts at the start of the text only."""
+VAULT_LEGACY_NEEDLES = tuple(c + "s." for c in " \t\n=:'\"(,[")
+"""A legacy Vault token after the characters that may precede one (`START + "s."`: or at
+the start of the text)."""
 
 
 def run_hashes(scan: Scan) -> None:
     """crypt(3) hashes (`$6$salt$hash`, `$2b$12$…`, `$y$j9T$salt$hash`), `{SSHA}base64`,
     Django `pbkdf2_sha256$N$salt$hash` and MySQL `*` + 40 hex."""
     raw, last = scan.raw, 0
-    for j in scan.hits("$"):
-        if j < last or (j > 0 and (raw[j - 1].isalnum() or raw[j - 1] in "$_")):
-            continue
-        ids = next((i for i in _CRYPT_IDS if raw.startswith(i, j + 1)), None)
-        if ids is not None:
-            last = max(last, _crypt_fields(scan, j, j + 1 + len(ids)))
-    for prefix in ("pbkdf2_",):
-        for j in scan.hits(prefix):
-            dollar = scan.find("$", j, min(scan.n, j + 24))
-            if dollar > 0 and j >= last:
-                last = max(last, _crypt_fields(scan, j, dollar + 1))
+    for j, needle in scan.hits_of(CRYPT_NEEDLES):
+        if j >= last and raw.startswith(needle, j) and not (j > 0 and (raw[j - 1].isalnum() or raw[j - 1] in "$_")):
+            last = max(last, _crypt_fields(scan, j, j + len(needle)))
+    for j in scan.hits("pbkdf2_"):
+        dollar = scan.find("$", j, min(scan.n, j + 24))
+        if dollar > 0 and j >= last:
+            last = max(last, _crypt_fields(scan, j, dollar + 1))
     for prefix in _BRACED:
         for j in scan.hits(prefix):
             close = scan.find("}", j, min(scan.n, j + 10))
@@ -299,10 +305,24 @@ def run_hashes(scan: Scan) -> None:
                 end = scan.run_end(_BASE64, close + 1)
                 if end - close > 20:
                     scan.add(j, end, "password_hash", RANK)
-    for j in scan.hits("*"):
-        if _HEX40.match(raw, j + 1) and not raw[j + 41 : j + 42].isalnum():
-            scan.add(j, j + 41, "password_hash", RANK)
+    for j, needle in scan.hits_of(MYSQL_HASH_NEEDLES):
+        star = j + len(needle) - 1
+        if _HEX40.match(raw, star + 1) and not raw[star + 41 : star + 42].isalnum():
+            scan.add(star, star + 41, "password_hash", RANK)
             scan.ops += 41
+
+
+_VAULT_LEGACY = _run(_ALNUM + "_.")
+
+
+def run_vault_legacy(scan: Scan) -> None:
+    """Vault's legacy service tokens: `s.` and 24 letters and digits, at a word boundary."""
+    raw = scan.raw
+    starts = [j + 1 for j, _ in scan.hits_of(VAULT_LEGACY_NEEDLES)] + scan.hits(START + "s.")
+    for j in starts:
+        end = scan.run_end(_VAULT_LEGACY, j + 2)
+        if raw.startswith("s.", j) and end - j == 26 and _vault_legacy(raw[j + 2 : end]):
+            scan.add(j, end, "vault_token", RANK)
 
 
 def _crypt_fields(scan: Scan, start: int, pos: int) -> int:
