@@ -294,3 +294,21 @@ def test_redact_json_masks_secret_keys_and_strings() -> None:
     assert kinds == {"password", "gcp_key"}
     again: set[str] = set()
     assert redact_json(out, again) == out and not again
+
+
+def test_random_text_never_raises_and_keeps_markers_whole() -> None:
+    """Every rule's key words glued to quotes, operators, markers, NULs, lone surrogates and
+    non-ASCII letters: `redact` never raises, never redacts inside a marker, and a second
+    pass only masks more (real text, as in the corpus, needs no second pass)."""
+    pieces = [
+        *ADVERSARIAL_UNITS, *(entry["text"] for entry in SECRETS[::7]), " ", "\n", "\t", "=", ":", "\x00",
+        "\udcff", "é", "İ", "\u017f", "😀", "[REDACTED:password]", "[REDACTED:", "Ab1x9Kq2",
+        "-----END RSA PRIVATE KEY-----",
+    ]  # fmt: skip
+    rng = random.Random(29)
+    for _ in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
+        once = redact(text)
+        twice = redact(once.text)
+        assert "[REDACTED:[REDACTED:" not in twice.text, text
+        assert twice.text.count("[REDACTED:") == once.text.count("[REDACTED:") + twice.count, text

@@ -4,9 +4,12 @@ Contract:
 
 - `redact(text)` returns a `RedactionResult`: `text` with every recognised secret replaced
   by `[REDACTED:kind]`, `count` the number of replacements, `kinds` the sorted unique kinds.
-  It never raises, is idempotent (`redact(redact(t).text)` changes nothing and counts 0),
-  and replaces only the secret: the key, option, user name, header name, quotes and the
-  rest of the line stay, so the output stays readable.
+  It never raises, never redacts inside a marker already in the text, and replaces only
+  the secret: the key, option, user name, header name, quotes and the rest of the line
+  stay, so the output stays readable. It is idempotent on text whose secrets stand apart
+  from what follows them, as in every form of the corpus (`redact(redact(t).text)` changes
+  nothing); where a secret is glued to the next key or command (`ghp_…--password x`), a
+  second pass can mask a little more, never less.
 - `Redactor` is what the layers that store text are handed (the run recorder, the export):
   `text(value, kinds)` is `redact(value).text`, adding the kinds found to `kinds`;
   `json(value, kinds)` is `redact_json`. It memoises the results of short texts (at most

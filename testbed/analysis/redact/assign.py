@@ -42,6 +42,7 @@ RANK_VALUE = 2
 _KEY = re.compile(r"[\w.-]*+")
 _BLANKS = re.compile(r"[ \t]*+")
 _NSSWITCH = frozenset({"passwd", "shadow", "group", "gshadow"})
+_AWS_SECRET = re.compile(r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
 
 def run_key_values(scan: Scan) -> None:
@@ -53,6 +54,9 @@ def run_key_values(scan: Scan) -> None:
         start = scan.key_start(j, skip)
         end = scan.run_end(_KEY, j)
         skip = end
+        option = scan.raw.rfind("--", start + 1, j)
+        if option > start:  # `…B4a--password`: an option glued to what precedes it
+            start = option
         info = key_info(scan.low[start:end])
         if info is not None:
             skip = max(skip, _assignment(scan, start, end, info))
@@ -103,6 +107,8 @@ def _value_start(scan: Scan, start: int, i: int, blank: int, quoted: bool, info:
         return blank + 6
     if blank > i and (c in QUOTES or _spaced(scan, start)):
         return blank
+    if blank > i and info.kind == "aws_secret_key" and _AWS_SECRET.match(raw, blank):
+        return blank  # `aws configure set aws_secret_access_key SECRET`, whatever the command
     return None
 
 
@@ -248,7 +254,8 @@ def _netrc_context(scan: Scan, line: int) -> bool:
 
 _IDENTIFIED = re.compile(r"identified(?:[ \t]++with[ \t]++[\w$]{1,64}+)?[ \t]++by[ \t]*+(?:password[ \t]*+)?")
 _PASSWORD_CALL = re.compile(r"password[ \t]*+\([ \t]*+(?=['\"])")
-_SET_PASSWORD = re.compile(r"password[ \t]++for[ \t]++")
+_SET_PASSWORD = re.compile(r"password[ \t]++for[ \t]++[\w'\"`@%.-]{1,200}+[ \t]*+=")
+"""`SET PASSWORD FOR 'user'@'host' =`: a user spec, then `=`."""
 
 
 def run_sql(scan: Scan) -> None:
@@ -270,10 +277,7 @@ def run_sql(scan: Scan) -> None:
         if m.re is _SET_PASSWORD:
             if not low[max(0, j - 8) : j].rstrip().endswith("set"):
                 continue
-            eq = scan.find("=", pos, min(lend, pos + 256))
-            if eq < 0:
-                continue
-            pos = scan.run_end(_BLANKS, eq + 1, lend)
+            pos = scan.run_end(_BLANKS, pos, lend)
             if low.startswith("password", pos):
                 continue  # `= PASSWORD('x')`: that call is read on its own
         take_value(scan, pos, lend, "password", RANK_VALUE)

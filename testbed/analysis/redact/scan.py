@@ -159,12 +159,30 @@ class Scan:
             self.spans.append((start, end, kind, rank))
             self.ops += 1
 
+    def _outside_markers(self) -> list[tuple[int, int, str, int]]:
+        """The spans without the markers they overlap (a marker is never redacted again)."""
+        if MARKER_PREFIX not in self.raw:
+            return self.spans
+        out: list[tuple[int, int, str, int]] = []
+        for start, end, kind, rank in self.spans:
+            pos = start
+            for m in _MARKER.finditer(self.raw, max(0, start - 64), min(self.n, end + 64)):
+                if m.end() > pos and m.start() < end:
+                    if m.start() > pos:
+                        out.append((pos, m.start(), kind, rank))
+                    pos = max(pos, m.end())
+            if pos < end:
+                out.append((pos, end, kind, rank))
+            self.ops += end - start + 128
+        return out
+
     def merged(self) -> list[tuple[int, int, str]]:
-        """The spans, overlapping ones merged, ascending; a merged span takes the kind of
-        its member of lowest rank (the first of those)."""
+        """The spans, markers already in the text left out, overlapping ones merged,
+        ascending; a merged span takes the kind of its member of lowest rank (the first of
+        those)."""
         out: list[tuple[int, int, str]] = []
         best = 0
-        for start, end, kind, rank in sorted(self.spans):
+        for start, end, kind, rank in sorted(self._outside_markers()):
             if out and start < out[-1][1]:
                 s, e, k = out[-1]
                 if rank < best:

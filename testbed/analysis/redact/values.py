@@ -10,7 +10,8 @@ files:
 - A quote that follows a part and is itself followed by the end of the line, a space or
   one of `,;&|)}]>` closes an enclosing string (`echo 'PASSWORD=pw' | tee f`): the value
   ends before it. A quote with no closing quote on its line is part of the value.
-- A space, `,`, `)`, `}` or `]` ends an unquoted part; so does one of `&`, `;`, `|`, unless
+- A space, `,`, `)`, `}`, `]`, `<` or `>` (a redirection, as the shell reads it) ends an
+  unquoted part; so does one of `&`, `;`, `|`, unless
   it joins two parts of one word (`S3cr&t99`, `Pa;ss`): it does when it is single and what
   follows is neither a space, a quote, another operator, a marker, the next field
   (`&next=1`, `;Database=db`) nor a command (`;echo`, `|grep x`). `joins` decides that,
@@ -29,13 +30,13 @@ import re
 from testbed.analysis.redact.keys import KeyInfo
 from testbed.analysis.redact.scan import MARKER_PREFIX, QUOTES, SPACE, Scan
 
-_PLAIN = re.compile(r"[^\s'\"\\,;&|)}\]]*+")
+_PLAIN = re.compile(r"[^\s'\"\\,;&|)}\]<>]*+")
 """Characters of an unquoted part (see `value_end`)."""
 _FIELD = re.compile(r"[\w.-]*+")
 _BLANKS = re.compile(r"[ \t]*+")
 _CLOSERS = frozenset(",;&|)}]>\\")
 _OPERATORS = frozenset("&;|")
-_ENDERS = frozenset(",)}]")
+_ENDERS = frozenset(",)}]<>")
 
 # fmt: off
 COMMANDS_AFTER = frozenset((
