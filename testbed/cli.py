@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from testbed.analysis.cli import app as analyze_app
+from testbed.analysis.redact.cli import redact_command
 from testbed.db.cli import db_app, runs_app
 from testbed.errors import HarnessError, InputError
 from testbed.export.cli import export_command
@@ -47,6 +48,7 @@ app.command("launch")(launch_command)
 app.add_typer(jobs_app, name="jobs")
 app.command("export")(export_command)
 app.command("report")(report_command)
+app.command("redact")(redact_command)
 
 EXIT_INPUT = 2
 EXIT_HARNESS = 3

@@ -17,31 +17,10 @@ Contracts:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
+from testbed.db.recorder import RunRecorder
+from testbed.db.records import TurnRecord
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-
-from testbed.db.models import ModelTurn
-from testbed.db.recorder import RunRecorder, clean_json, clean_text
-
-
-@dataclass
-class TurnRecord:
-    """One model call, as stored."""
-
-    model: str
-    started_at: datetime
-    latency_ms: int
-    messages: list[dict[str, Any]]
-    response: dict[str, Any] | None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-    error: str | None = None
-    cost_usd: float | None = None
+__all__ = ["ModelTurnWriter", "TurnRecord", "turn_cost"]
 
 
 def turn_cost(usage: dict[str, int], price_in: float | None, price_out: float | None) -> float | None:
@@ -61,38 +40,12 @@ def turn_cost(usage: dict[str, int], price_in: float | None, price_out: float | 
 
 
 class ModelTurnWriter:
-    """Stores one run's model turns, continuing after the highest stored `seq`."""
+    """Stores one run's model turns through the run's recorder (which numbers them, redacts
+    them like every stored text and commits before returning)."""
 
     def __init__(self, recorder: RunRecorder) -> None:
         self.recorder = recorder
-        with Session(recorder._engine) as session:  # the run writer's engine (BEGIN IMMEDIATE)
-            top = session.scalar(select(func.max(ModelTurn.seq)).where(ModelTurn.run_id == recorder.run_id))
-        self._seq = top or 0
 
     def write(self, turn: TurnRecord) -> int:
         """Insert `turn` with the next `seq`; return its id."""
-
-        def work(session: Session) -> int:
-            row = ModelTurn(
-                run_id=self.recorder.run_id,
-                seq=self._seq + 1,
-                model=turn.model,
-                started_at=turn.started_at,
-                latency_ms=turn.latency_ms,
-                messages=clean_json(turn.messages),
-                response=clean_json(turn.response),
-                tool_calls=clean_json(turn.tool_calls),
-                finish_reason=turn.finish_reason,
-                prompt_tokens=turn.usage.get("prompt_tokens"),
-                completion_tokens=turn.usage.get("completion_tokens"),
-                total_tokens=turn.usage.get("total_tokens"),
-                error=clean_text(turn.error) if turn.error is not None else None,
-                cost_usd=turn.cost_usd,
-            )
-            session.add(row)
-            session.flush()
-            return row.id
-
-        row_id = self.recorder._write(work)  # the recorder's lock; commits before returning
-        self._seq += 1
-        return row_id
+        return self.recorder.record_model_turn(turn)

@@ -21,6 +21,16 @@ Contracts:
   recorders (one per concurrent run) wait for each other instead of failing.
 - Database failures propagate as SQLAlchemy exceptions; the runner treats them as harness
   errors.
+- Redaction: a recorder given a `redactor` (`testbed.analysis.redact.Redactor`, handed in
+  by the layer above, which owns redaction) passes every text it writes through it: the
+  run's `error` and `config`, phase details, commands (command, stdout, stderr, error; the
+  kinds found join `commands.redacted`), checks (description, detail), findings (summary,
+  evidence) and model turns (messages, response, tool calls, error). It is the one place
+  where stored text is redacted, and it runs in the caller's thread (the runner calls the
+  recorder through `asyncio.to_thread`, so redaction never runs on the event loop).
+  Snapshots are not redacted: they hold machine state that residue compares, and probes
+  record no secret content (`testbed.probes.parsers`). Without a redactor, text is stored
+  as given (`--no-redact`).
 """
 
 from __future__ import annotations
@@ -29,15 +39,16 @@ import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, fields
-from datetime import date, datetime
-from enum import Enum
-from pathlib import PurePath
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.db.engine import writer_engine
+from testbed.db.cleaning import clean_json, clean_text
+
+__all__ = ["RunRecorder", "TextRedactor", "clean_json", "clean_text", "create_job", "create_run", "engine_of"]
+from testbed.db.connect import writer_engine
 from testbed.db.models import (
     CHECK_STATUSES,
     COMMAND_PHASES,
@@ -55,6 +66,7 @@ from testbed.db.models import (
     Egress,
     Finding,
     Job,
+    ModelTurn,
     Node,
     Phase,
     Run,
@@ -62,7 +74,7 @@ from testbed.db.models import (
     new_id,
     short_id,
 )
-from testbed.db.records import CommandRecord, EgressRecord, StoredCommand
+from testbed.db.records import CommandRecord, EgressRecord, StoredCommand, TurnRecord
 from testbed.db.types import utcnow
 
 T = TypeVar("T")
@@ -78,7 +90,12 @@ RUN_FIELDS: frozenset[str] = frozenset(
 Database = Engine | sessionmaker[Session]
 
 
-_RECORD_FIELDS = tuple(f.name for f in fields(CommandRecord))
+class TextRedactor(Protocol):
+    """What the recorder needs of a redactor (`testbed.analysis.redact.Redactor`)."""
+
+    def text(self, value: str, kinds: set[str]) -> str: ...
+
+    def json(self, value: Any, kinds: set[str]) -> Any: ...
 
 
 def engine_of(db: Database) -> Engine:
@@ -102,41 +119,7 @@ def _aware(what: str, value: datetime) -> datetime:
     return value
 
 
-def clean_text(value: str) -> str:
-    """`value` with NUL characters and unencodable lone surrogates replaced by U+FFFD."""
-    if "\x00" in value:
-        value = value.replace("\x00", "\ufffd")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        try:  # bytes smuggled in by the `surrogateescape` error handler: one U+FFFD each
-            raw = value.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:
-            raw = value.encode("utf-8", "surrogatepass")
-        value = raw.decode("utf-8", "replace")
-    return value
-
-
-def clean_json(value: Any) -> Any:
-    """A JSON-safe deep copy of `value` (see the module contract). Raises `TypeError` for
-    values with no JSON form."""
-    if value is None or isinstance(value, bool | int):
-        return value
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Enum):
-        return clean_json(value.value)
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, PurePath):
-        return clean_text(str(value))
-    if isinstance(value, Mapping):
-        return {clean_text(str(k)): clean_json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [clean_json(v) for v in value]
-    raise TypeError(f"value of type {type(value).__name__} cannot be stored as JSON")
+_RECORD_FIELDS = tuple(f.name for f in fields(CommandRecord))
 
 
 def stored_record(values: Mapping[str, Any]) -> CommandRecord:
@@ -156,16 +139,20 @@ def create_job(db: Database, name: str, config: Any = None, *, job_id: str | Non
 class RunRecorder:
     """Writes one run's rows; see the module docstring for the contract."""
 
-    def __init__(self, db: Database, run_id: str) -> None:
+    def __init__(self, db: Database, run_id: str, *, redactor: TextRedactor | None = None) -> None:
         """Attach to the existing run `run_id` (`LookupError` if it does not exist)."""
         self._engine = writer_engine(engine_of(db))
         self._lock = threading.Lock()
         self.run_id = run_id
+        self.redactor = redactor
+        """Redacts every text written (see the module contract); None stores text as given."""
         with Session(self._engine) as session:
             if session.get(Run, run_id) is None:
                 raise LookupError(f"no run {run_id!r} in the database")
             top = session.scalar(select(func.max(Command.seq)).where(Command.run_id == run_id))
+            turns = session.scalar(select(func.max(ModelTurn.seq)).where(ModelTurn.run_id == run_id))
         self._seq = top or 0
+        self._turn_seq = turns or 0
 
     @classmethod
     def create(
@@ -182,6 +169,7 @@ class RunRecorder:
         task_category: str | None = None,
         config: Any = None,
         run_id: str | None = None,
+        redactor: TextRedactor | None = None,
     ) -> RunRecorder:
         """Insert a new run (state `pending`), commit, and return its recorder."""
         if attempt < 1:
@@ -199,11 +187,11 @@ class RunRecorder:
             state="pending",
             host=host,
             created_at=utcnow(),
-            config=clean_json(config),
+            config=clean_json(redactor.json(config, set()) if redactor is not None else config),
         )
         with Session(writer_engine(engine_of(db))) as session, session.begin():
             session.add(run)
-        return cls(db, new)
+        return cls(db, new, redactor=redactor)
 
     @property
     def short_id(self) -> str:
@@ -211,6 +199,21 @@ class RunRecorder:
         return short_id(self.run_id)
 
     # --- plumbing ----------------------------------------------------------------------
+
+    def _text(self, value: str | None, kinds: set[str] | None = None) -> str | None:
+        """`value` cleaned and, with a redactor, redacted (kinds found added to `kinds`)."""
+        if value is None:
+            return None
+        if self.redactor is not None:
+            value = self.redactor.text(value, set() if kinds is None else kinds)
+        return clean_text(value)
+
+    def _json(self, value: Any, kinds: set[str] | None = None) -> Any:
+        """`value` made JSON-safe and, with a redactor, redacted."""
+        value = clean_json(value)
+        if self.redactor is not None:
+            value = self.redactor.json(value, set() if kinds is None else kinds)
+        return value
 
     def _write(self, work: Callable[[Session], T]) -> T:
         """Run `work` in one transaction under the lock; commit before returning."""
@@ -250,9 +253,9 @@ class RunRecorder:
         if "residue" in fields and fields["residue"] is not None:
             _one_of("residue", fields["residue"], RESIDUE_VALUES)
         if "config" in fields:
-            fields["config"] = clean_json(fields["config"])
+            fields["config"] = self._json(fields["config"])
         if fields.get("error") is not None:
-            fields["error"] = clean_text(fields["error"])
+            fields["error"] = self._text(fields["error"])
 
         def work(session: Session) -> None:
             run = self._run(session)
@@ -262,13 +265,15 @@ class RunRecorder:
         self._write(work)
 
     def merge_config(self, section: str, values: Mapping[str, Any]) -> None:
-        """Merge `values` into `config[section]` of the run row (one transaction)."""
+        """Merge `values` (redacted like all stored text) into `config[section]` of the run
+        row, in one transaction."""
+        cleaned = self._json(dict(values))
 
         def work(session: Session) -> None:
             run = self._run(session)
             config = dict(run.config or {})
             merged = dict(config.get(section) or {})
-            merged.update(clean_json(dict(values)))
+            merged.update(cleaned)
             config[section] = merged
             run.config = config
 
@@ -286,12 +291,13 @@ class RunRecorder:
         if reward is not None and not math.isfinite(reward):
             raise ValueError(f"reward must be finite; got {reward}")
         now = utcnow()
+        error = self._text(error)
 
         def work(session: Session) -> None:
             run = self._run(session)
             run.state = "finished"
             run.outcome = outcome
-            run.error = clean_text(error) if error is not None else None
+            run.error = error
             run.reward = reward
             run.finished_at = now
             if run.started_at is None:
@@ -330,6 +336,7 @@ class RunRecorder:
             raise ValueError("a finished phase cannot have status 'running'")
         _one_of("phase status", status, PHASE_STATUSES)
         finished = _aware("at", at) if at is not None else utcnow()
+        detail = self._text(detail)
 
         def work(session: Session) -> None:
             phase = session.scalars(
@@ -346,7 +353,7 @@ class RunRecorder:
                 raise ValueError(f"no open phase {name!r} in run {self.short_id}")
             phase.finished_at = finished
             phase.status = status
-            phase.detail = clean_text(detail) if detail is not None else None
+            phase.detail = detail
 
         self._write(work)
 
@@ -427,27 +434,27 @@ class RunRecorder:
         self._write(work)
         return StoredCommand(requested.id, requested.seq, stored_record(values))
 
-    @staticmethod
-    def _command_values(record: CommandRecord) -> dict[str, Any]:
-        """The column values of `record`, checked (`ValueError`) and cleaned for storage."""
+    def _command_values(self, record: CommandRecord) -> dict[str, Any]:
+        """The column values of `record`: checked (`ValueError`), cleaned and redacted."""
         _one_of("command phase", record.phase, COMMAND_PHASES)
         _one_of("command source", record.source, COMMAND_SOURCES)
         _aware("started_at", record.started_at)
         if record.duration_ms < 0:
             raise ValueError(f"duration_ms must be >= 0; got {record.duration_ms}")
         values = asdict(record)
+        kinds = set(record.redacted or ())
         for key in ("command", "stdout", "stderr", "error"):
-            if values[key] is not None:
-                values[key] = clean_text(values[key])
+            values[key] = self._text(values[key], kinds)
         values["impact"] = clean_json(list(record.impact))
-        values["redacted"] = clean_json(record.redacted) if record.redacted else None
-        values["background"] = clean_json(record.background) if record.background else None
+        values["redacted"] = sorted(kinds) or None
+        values["background"] = self._json(record.background) if record.background else None
         return values
 
     def record_artifact(self, name: str, kind: str, content: str, *, node: str | None = None, limit: int) -> int:
-        """Store a text artifact of the run (a console log); over `limit` characters the
-        tail is kept and `truncated` set. A second call with the same name replaces it."""
-        text = clean_text(content)
+        """Store a text artifact of the run (a console log), redacted like every stored text;
+        over `limit` characters the tail is kept and `truncated` set. A second call with the
+        same name replaces it."""
+        text = self._text(content) or ""
         truncated = len(text) > limit
         kept = text[-limit:] if truncated else text
 
@@ -501,13 +508,14 @@ class RunRecorder:
         _one_of("check status", status, CHECK_STATUSES)
         if point is not None:
             _one_of("check point", point, SNAPSHOT_POINTS)
-        payload = clean_json(detail)
+        payload = self._json(detail)
+        description = self._text(description)
 
         def work(session: Session) -> int:
             check = Check(
                 run_id=self.run_id,
                 requirement=requirement,
-                description=clean_text(description) if description is not None else None,
+                description=description,
                 point=point,
                 node=node,
                 status=status,
@@ -532,7 +540,8 @@ class RunRecorder:
         """Insert a finding (`kind` ∈ residue, impact, safety); `command_id` must be a
         command of this run when given (`ValueError` otherwise). Return its id."""
         _one_of("finding kind", kind, FINDING_KINDS)
-        payload = clean_json(evidence)
+        payload = self._json(evidence)
+        summary_text = self._text(summary)
 
         def work(session: Session) -> int:
             if command_id is not None:
@@ -544,7 +553,7 @@ class RunRecorder:
                 node=node,
                 kind=kind,
                 category=category,
-                summary=clean_text(summary),
+                summary=summary_text,
                 evidence=payload,
                 command_id=command_id,
             )
@@ -553,6 +562,40 @@ class RunRecorder:
             return finding.id
 
         return self._write(work)
+
+    # --- model turns -------------------------------------------------------------------
+
+    def record_model_turn(self, turn: TurnRecord) -> int:
+        """Insert `turn` (an LLM agent's model call) with the next turn `seq`; return its id."""
+        _aware("started_at", turn.started_at)
+        messages, response = self._json(turn.messages), self._json(turn.response)
+        tool_calls, error = self._json(turn.tool_calls), self._text(turn.error)
+
+        with self._lock, Session(self._engine, expire_on_commit=False) as session:
+            seq = self._turn_seq + 1
+            with session.begin():
+                row = ModelTurn(
+                    run_id=self.run_id,
+                    seq=seq,
+                    model=clean_text(turn.model),
+                    started_at=turn.started_at,
+                    latency_ms=turn.latency_ms,
+                    messages=messages,
+                    response=response,
+                    tool_calls=tool_calls,
+                    finish_reason=turn.finish_reason,
+                    prompt_tokens=turn.usage.get("prompt_tokens"),
+                    completion_tokens=turn.usage.get("completion_tokens"),
+                    total_tokens=turn.usage.get("total_tokens"),
+                    error=error,
+                    cost_usd=turn.cost_usd,
+                )
+                session.add(row)
+                session.flush()
+                row_id = row.id
+            self._turn_seq = seq  # committed: only now is the number used up
+            return row_id
+
 
     # --- egress ------------------------------------------------------------------------
 
@@ -567,7 +610,7 @@ class RunRecorder:
         rows = [
             Egress(
                 run_id=self.run_id,
-                **{k: clean_text(v) if isinstance(v, str) else v for k, v in asdict(record).items()},
+                **{k: self._text(v) if isinstance(v, str) else v for k, v in asdict(record).items()},
             )
             for record in records
         ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -15,7 +16,8 @@ class CommandRecord:
     timezone-aware, `duration_ms >= 0`. `exit_code` is None when the command did not finish
     (timeout, transport failure); `error` then says why (transport failure). `stdout` and
     `stderr` are already bounded by the guest layer (`*_truncated` says whether they were
-    cut) and already redacted (`redacted` lists the kinds of secrets removed, or None).
+    cut); `redacted` lists kinds of secrets the caller already removed (the recorder adds those
+    it removes itself).
     `impact` lists the command's high-impact classes (empty if none). NUL characters and
     unencodable surrogates in text are replaced by U+FFFD when stored.
     """
@@ -66,3 +68,24 @@ class EgressRecord:
     status: int
     bytes: int
     decision: str
+
+
+@dataclass
+class TurnRecord:
+    """One model call of an LLM agent, as stored (`RunRecorder.record_model_turn`).
+
+    `messages` are the chat messages appended since the previous turn, `response` the
+    assistant message (None for a failed call, whose `error` says why), `tool_calls` the
+    parsed actions, `usage` the endpoint's token counts (`prompt_tokens`, …).
+    `started_at` is timezone-aware."""
+
+    model: str
+    started_at: datetime
+    latency_ms: int
+    messages: list[dict[str, Any]]
+    response: dict[str, Any] | None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    cost_usd: float | None = None  # at the agent's per-token prices (testbed.agents.turns.turn_cost)

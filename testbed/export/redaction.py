@@ -1,67 +1,33 @@
-"""Redaction of exported text and JSON values (a thin layer over `testbed.analysis.redact`).
+"""Redaction of exported text and JSON values: the run recorder's redactor, or none.
 
-Contracts:
-
-- `Redactor(enabled=True)`: `text(value, kinds)` returns `redact(value).text` and adds the
-  kinds found to the set `kinds`; `json(value, kinds)` does the same for every string
-  (keys included) inside a JSON value and returns a new value (the structure is kept, so
-  the JSON stays valid). `Redactor(enabled=False)` returns every value unchanged.
-- Results of short texts (≤ `CACHE_MAX_CHARS`) are memoised in a bounded LRU cache:
-  `redact` is a pure function and command texts and short outputs repeat a lot, so the
-  cache changes speed, never results. Memory of the cache is bounded by
-  `CACHE_ENTRIES * CACHE_MAX_CHARS` characters (twice: key and result).
+Contract: `Redactor(enabled=True)` is `testbed.analysis.redact.Redactor` (the redactor the
+run recorder uses, with its memo of short texts): `text(value, kinds)` returns the value
+with its secrets replaced and adds the kinds found to `kinds`; `json(value, kinds)` does the
+same for a JSON value (every string, keys included, and the whole value of every key that
+names a secret), keeping its structure. `Redactor(enabled=False)` returns every value
+unchanged. `None` passes through `text`.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
-from testbed.analysis.redact import redact
+from testbed.analysis.redact import CACHE_ENTRIES, CACHE_MAX_CHARS
+from testbed.analysis.redact import Redactor as TextRedactor
 
-CACHE_MAX_CHARS = 512
-CACHE_ENTRIES = 50_000
+__all__ = ["CACHE_ENTRIES", "CACHE_MAX_CHARS", "Redactor"]
 
 
-class Redactor:
+def _unchanged(value: Any, kinds: set[str]) -> Any:
+    return value
+
+
+class Redactor(TextRedactor):
     """Redacts secrets from exported values; see the module contract."""
 
     def __init__(self, enabled: bool = True) -> None:
+        super().__init__()
         self.enabled = enabled
-        self._cache: OrderedDict[str, tuple[str, tuple[str, ...]]] = OrderedDict()
-
-    def _redact(self, value: str) -> tuple[str, tuple[str, ...]]:
-        if len(value) > CACHE_MAX_CHARS:
-            result = redact(value)
-            return result.text, result.kinds
-        hit = self._cache.get(value)
-        if hit is not None:
-            self._cache.move_to_end(value)
-            return hit
-        result = redact(value)
-        entry = (result.text, result.kinds)
-        self._cache[value] = entry
-        if len(self._cache) > CACHE_ENTRIES:
-            self._cache.popitem(last=False)
-        return entry
-
-    def text(self, value: str | None, kinds: set[str]) -> str | None:
-        """`value` with secrets replaced; the kinds replaced are added to `kinds`."""
-        if not self.enabled or not value:
-            return value
-        text, found = self._redact(value)
-        if found:
-            kinds.update(found)
-        return text
-
-    def json(self, value: Any, kinds: set[str]) -> Any:
-        """A copy of the JSON value `value` with every string redacted (keys too)."""
-        if not self.enabled:
-            return value
-        if isinstance(value, str):
-            return self.text(value, kinds)
-        if isinstance(value, dict):
-            return {self.text(str(k), kinds): self.json(v, kinds) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.json(v, kinds) for v in value]
-        return value
+        if not enabled:  # no wrapper on the enabled path: `text` runs once per exported string
+            self.text = _unchanged  # type: ignore[method-assign]
+            self.json = _unchanged  # type: ignore[method-assign]

@@ -7,10 +7,11 @@ no exit status, `error` = `IN_FLIGHT`) and completed when it ends, both committe
 to the run's in-memory `RunJournal`. A command cancelled in flight (Ctrl-C, job cancel, a
 lost lease, server shutdown) completes its row with `error` = `CANCELLED`; a coordinator
 that dies meanwhile leaves the requested row as it was, saying so — a command is never
-lost from the record. A transport
-failure is recorded too (exit status NULL, `error` set) and then re-raised as a harness
-error. Agent output is redacted before it is stored when `redact` is on; the agent itself
-still sees the raw output.
+lost from the record. A transport failure is recorded too (exit status NULL, `error` set)
+and then re-raised as a harness error. Redaction is the run recorder's
+(`RunRecorder.redactor`: every row it writes, of every source, in its thread);
+`redact_output` True (the default) gives the recorder the redactor, False takes it away.
+The agent itself still sees the raw output.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from testbed.aio import run_to_completion
-from testbed.analysis import classify, redact
+from testbed.analysis import classify
+from testbed.analysis.redact import Redactor
 from testbed.db.recorder import RunRecorder
 from testbed.db.records import CommandRecord, StoredCommand
 from testbed.errors import HarnessError
@@ -52,7 +54,10 @@ class CommandRecorder:
     ) -> None:
         self.recorder = recorder
         self.journal = journal if journal is not None else RunJournal()
-        self.redact_output = redact_output
+        if not redact_output:
+            recorder.redactor = None
+        elif recorder.redactor is None:
+            recorder.redactor = Redactor()
         self.max_output = max_output
 
     async def run(
@@ -71,17 +76,15 @@ class CommandRecorder:
         impact = classify(command) if source == "agent" else []
         started = datetime.now(UTC)
         t0 = time.monotonic()
-        text, kinds = self._redact(command) if source == "agent" else (command, [])
         pending = CommandRecord(
             node=node.name,
             phase=phase,
             source=source,
-            command=text,
+            command=command,
             started_at=started,
             duration_ms=0,
             impact=impact,
             error=IN_FLIGHT,
-            redacted=kinds or None,
         )
         requested = await asyncio.to_thread(self.recorder.store_command, pending)
 
@@ -115,37 +118,23 @@ class CommandRecorder:
         self, node: str, command: str, *, phase: str, source: str, reason: str, impact: list[str]
     ) -> int:
         """Record a command that was refused (blocked by policy, unknown node, over limits)."""
-        text, kinds = self._redact(command) if source == "agent" else (command, [])
         return await self.store(
             CommandRecord(
                 node=node,
                 phase=phase,
                 source=source,
-                command=text,
+                command=command,
                 started_at=datetime.now(UTC),
                 duration_ms=0,
                 impact=impact,
                 error=reason,
-                redacted=kinds or None,
             )
         )
-
-    def _redact(self, text: str) -> tuple[str, list[str]]:
-        if not self.redact_output:
-            return text, []
-        result = redact(text)
-        return result.text, list(result.kinds)
 
     def to_record(
         self, node: str, result: ExecResult, phase: str, source: str, impact: list[str], stored_stdout_limit: int | None
     ) -> CommandRecord:
         command, stdout, stderr = result.command, result.stdout, result.stderr
-        kinds: set[str] = set()
-        if source == "agent":
-            command, k1 = self._redact(command)
-            stdout, k2 = self._redact(stdout)
-            stderr, k3 = self._redact(stderr)
-            kinds = {*k1, *k2, *k3}
         stdout_truncated = result.stdout_truncated
         if stored_stdout_limit is not None and len(stdout) > stored_stdout_limit:
             stdout = (
@@ -166,7 +155,6 @@ class CommandRecorder:
             stderr_truncated=result.stderr_truncated,
             timed_out=result.timed_out,
             impact=impact,
-            redacted=sorted(kinds) or None,
             background=[dict(b) for b in result.background] or None,
             error=IDLE if result.idle_timed_out else None,
         )

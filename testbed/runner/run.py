@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.agents.base import AgentBinding
+from testbed.analysis.redact import Redactor
 from testbed.db.recorder import RunRecorder
 from testbed.hypervisor.owner import Owner
 from testbed.runner.context import RunContext
@@ -96,8 +97,9 @@ class Runner:
         (created by the scheduler)."""
         request, task = self.request, self.request.task
         host = f"{socket.gethostname()} {self.rt.settings.libvirt_uri}"
+        redactor = Redactor() if request.redact else None
         if request.run_id is not None:
-            recorder = RunRecorder(self.db, request.run_id)
+            recorder = RunRecorder(self.db, request.run_id, redactor=redactor)
             recorder.update_run(host=host, config=config)
             return recorder
         assert request.agent_instance is not None
@@ -112,4 +114,5 @@ class Runner:
             host=host,
             task_category=task.definition.category,
             config=config,
+            redactor=redactor,
         )

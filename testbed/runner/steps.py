@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from testbed.analysis import redact
 from testbed.analysis.residue import find_residue, record_residue
 from testbed.egress.guestconf import guest_proxy_commands
 from testbed.egress.lab import lab_egress_spec, lab_no_proxy
@@ -69,9 +68,7 @@ def console_keeper(ctx: RunContext) -> KeepConsole:
 
     async def keep(node: str, path: Path) -> None:
         data = await asyncio.to_thread(path.read_bytes)
-        text = data[-2 * CONSOLE_LIMIT :].decode(errors="replace")
-        if ctx.request.redact:
-            text = (await asyncio.to_thread(redact, text)).text
+        text = data[-2 * CONSOLE_LIMIT :].decode(errors="replace")  # the recorder redacts it
         name = f"console-{node}.log"
         await ctx.call(ctx.recorder.record_artifact, name, "console", text, node=node, limit=CONSOLE_LIMIT)
 

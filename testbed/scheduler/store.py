@@ -52,6 +52,7 @@ from typing import Any, Protocol
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from testbed.analysis.redact import redact
 from testbed.db.engine import writer_engine
 from testbed.db.models import Job, Phase, Run, new_id
 from testbed.db.recorder import clean_json, clean_text, engine_of
@@ -214,10 +215,15 @@ class RunStore(Protocol):
 # --- SQL -------------------------------------------------------------------------------
 
 
+def _error_text(error: str | None) -> str | None:
+    """A run's error as stored: redacted like every text the run recorder writes."""
+    return clean_text(redact(error).text) if error is not None else None
+
+
 def _finish_row(session: Session, run: Run, outcome: str, error: str | None, now: datetime) -> None:
     run.state = "finished"
     run.outcome = outcome
-    run.error = clean_text(error) if error is not None else None
+    run.error = _error_text(error)
     run.reward = 0.0 if outcome == "failed" else None
     run.finished_at = now
     run.lease_expires_at = None
@@ -405,7 +411,7 @@ class SqlRunStore:
                 _finish_row(session, run, outcome, error, now)
             elif override:
                 run.outcome = outcome
-                run.error = clean_text(error) if error is not None else None
+                run.error = _error_text(error)
                 run.reward = None
             run.lease_expires_at = None
             session.flush()
