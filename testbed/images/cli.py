@@ -33,6 +33,7 @@ from rich.table import Table
 
 from testbed.config import Settings, project_root
 from testbed.errors import InputError
+from testbed.images.availability import availability
 from testbed.images.build import build_image
 from testbed.images.importer import import_image
 from testbed.images.pull import pull_image
@@ -84,32 +85,39 @@ def _report(stored: StoredImage) -> None:
 
 @app.command("list")
 def list_images() -> None:
-    """Every catalog image, with whether (and where) it is present in the cache."""
+    """Every catalog image: how it gets here (build, pull, import), whether this host can do
+    that now, and whether (and where) it is in the cache."""
     with _input_errors():
         catalog = _catalog()
         store = _store()
         table = Table(title="images")
-        for column in ("name", "kind", "OS", "source", "present", "key", "size"):
+        for column in ("name", "OS", "init", "boot", "get", "this host", "cache", "key", "size"):
             table.add_column(column, no_wrap=True)
         table.add_column("path", overflow="fold")
         for name, image in catalog.items():
-            stored = store.get(name)
+            state = availability(image, store)
+            stored = state.stored
+            cache = f"present (build of {state.shared_with})" if state.shared_with else state.state
+            boot = "kernel" if image.boot.mode == "kernel" else f"disk/{image.boot.firmware}"
             table.add_row(
                 name,
-                image.kind,
                 f"{image.os.family} {image.os.release}",
-                image.source.type,
-                "yes" if stored else "no",
+                image.init,
+                boot,
+                state.method,
+                state.here,
+                cache,
                 stored.manifest.key[:12] if stored else "",
                 _human(stored.manifest.disk_size) if stored else "",
                 str(stored.disk) if stored else "",
             )
         for stored in store.list():
-            if stored.manifest.name not in catalog:
+            if stored.directory.parent.name not in catalog:
                 m = stored.manifest
                 table.add_row(
-                    m.name, "?", "(not in catalog)", "", "yes", m.key[:12], _human(m.disk_size), str(stored.disk)
-                )
+                    stored.directory.parent.name, "(not in catalog)", "", "", "", "", "present",
+                    m.key[:12], _human(m.disk_size), str(stored.disk),
+                )  # fmt: skip
         Console().print(table)
 
 
@@ -119,18 +127,17 @@ def show(name: Annotated[str, typer.Argument(help="catalog image name")]) -> Non
     with _input_errors():
         image = _lookup(_catalog(), name)
         typer.echo(yaml.safe_dump(image.model_dump(mode="json"), sort_keys=False), nl=False)
-        stored = _store().get(name)
+        state = availability(image, _store())
+        how = f"{state.command} {name}" + (" PATH" if state.method == "import" else "")
+        stored = state.stored
         if stored is None:
-            how = {
-                "url": f"testbed image pull {name}",
-                "user": f"testbed image import {name} PATH",
-                "debootstrap": f"testbed image build {name}",
-            }[image.source.type]
-            typer.echo(f"cache: not present (get it with `{how}`)")
+            typer.echo(f"cache: not present (get it with `{how}`; this host: {state.here})")
         else:
             m = stored.manifest
+            shared = f" (the build of {state.shared_with})" if state.shared_with else ""
+            again = f" — the definition changed: `{how}` again" if state.state == "stale" else ""
             typer.echo(
-                f"cache: present, key {m.key}, {_human(m.disk_size)}, created {m.created_at}\n"
+                f"cache: {state.state}{shared}{again}, key {m.key}, {_human(m.disk_size)}, created {m.created_at}\n"
                 f"disk: {stored.disk}\nsource: {m.source}"
             )
 
@@ -176,7 +183,8 @@ def build(
     name: Annotated[str, typer.Argument(help="catalog image with source.type debootstrap")],
     force: Annotated[bool, typer.Option("--force", help="rebuild even if cached")] = False,
 ) -> None:
-    """Build a debootstrap image locally (about 2-3 minutes); a cached build is reused."""
+    """Build a debootstrap recipe locally (2-5 minutes); a cached build is reused, and a build
+    of the same recipe under another name is shared."""
     with _input_errors():
         image = _lookup(_catalog(), name)
         if not isinstance(image.source, DebootstrapSource):
