@@ -78,9 +78,10 @@ def _human(size: int) -> str:
     return f"{value:.1f} GiB"
 
 
-def _report(stored: StoredImage) -> None:
+def _report(name: str, stored: StoredImage) -> None:
     m = stored.manifest
-    typer.echo(f"{m.name}: key {m.key[:16]}  {_human(m.disk_size)}  {stored.disk}")
+    shared = f" (the build of {m.name})" if m.name != name else ""
+    typer.echo(f"{name}: key {m.key[:16]}  {_human(m.disk_size)}  {stored.disk}{shared}")
 
 
 @app.command("list")
@@ -164,7 +165,7 @@ def pull(name: Annotated[str, typer.Argument(help="catalog image with source.typ
             if isinstance(image.source, UrlSource):
                 console.print(f"fetching {image.source.url}", highlight=False, markup=False)
             stored = asyncio.run(pull_image(image, _store(), progress=progress))
-        _report(stored)
+        _report(name, stored)
 
 
 @app.command("import")
@@ -175,7 +176,7 @@ def import_(
     """Register a local disk file as catalog image NAME (copied or converted into the cache)."""
     with _input_errors():
         stored = import_image(name, path, _store(), _catalog())
-        _report(stored)
+        _report(name, stored)
 
 
 @app.command("build")
@@ -219,4 +220,4 @@ def build(
             stored = asyncio.run(build_image(image, _store(), force=force, progress=progress))
             for task in tasks.values():
                 bars.update(task, total=1, completed=1)
-        _report(stored)
+        _report(name, stored)
