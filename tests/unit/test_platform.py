@@ -4,7 +4,9 @@ read from libvirt's test driver)."""
 
 from __future__ import annotations
 
+import shutil
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import libvirt
 import pytest
@@ -130,3 +132,17 @@ def test_libvirt_parses_the_rendered_domain(firmware: str, level: str) -> None:
         assert back.findtext("cpu/model") == "Haswell-noTSX"
     else:
         assert back.find("os").get("firmware") is None and back.find("cpu") is None
+
+
+def test_accel_probe_finds_qemu_under_either_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from testbed.hypervisor import accel
+
+    assert accel.qemu_binary() == shutil.which("qemu-system-x86_64")
+    qemu_kvm = tmp_path / "qemu-kvm"
+    qemu_kvm.write_text("#!/bin/sh\n")
+    qemu_kvm.chmod(0o755)
+    monkeypatch.setattr(accel, "RHEL_QEMU", str(qemu_kvm))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert accel.qemu_binary() == str(qemu_kvm)
+    qemu_kvm.chmod(0o644)
+    assert accel.qemu_binary() is None
