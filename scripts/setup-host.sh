@@ -17,7 +17,8 @@ fi
 
 packages=(
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-dev libvirt-clients pkg-config
-  debootstrap dnsmasq-base iproute2 iptables nftables e2fsprogs openssh-client openssh-server util-linux
+  mmdebstrap dnsmasq-base iproute2 iptables nftables e2fsprogs openssh-client openssh-server util-linux
+  fdisk dosfstools mtools ovmf
   postgresql chromium chromium-driver python3-venv python3-dev gcc squid
 )
 missing=()

@@ -110,7 +110,7 @@ async def run_checks(settings: Settings) -> list[Check]:
         _tool("QEMU", "qemu-system-x86_64", "apt-get install qemu-system-x86"),
         _tool("qemu-img", "qemu-img", "apt-get install qemu-utils"),
         await _accel(settings),
-        _tool("debootstrap", "debootstrap", "apt-get install debootstrap", None),
+        _tool("mmdebstrap (image builds)", "mmdebstrap", "apt-get install mmdebstrap", None),
         _tool("dnsmasq", "dnsmasq", "apt-get install dnsmasq-base (DHCP for cloud images)"),
         _tool("nftables (host guard)", "nft", "apt-get install nftables (keeps guests away from host services)"),
         _disk(settings),

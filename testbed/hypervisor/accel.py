@@ -22,6 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 QEMU = "qemu-system-x86_64"
+RHEL_QEMU = "/usr/libexec/qemu-kvm"  # RHEL-family hosts ship QEMU only under this name
+
+
+def qemu_binary() -> str | None:
+    """The local x86_64 QEMU the probe runs: qemu-system-x86_64 on PATH, else qemu-kvm."""
+    found = shutil.which(QEMU)
+    if found is None and os.access(RHEL_QEMU, os.X_OK):
+        return RHEL_QEMU
+    return found
+
+
 PROBE_TIMEOUT_S = 12.0
 
 
@@ -50,9 +61,9 @@ def find_probe_kernel(images_dir: Path | None = None) -> Path | None:
 async def probe(accel: str, timeout: float = PROBE_TIMEOUT_S, kernel: Path | None = None) -> tuple[bool, str]:
     """Boot a diskless guest with `-accel ACCEL`; True when it reached the kernel (or, with
     no kernel, its firmware)."""
-    qemu = shutil.which(QEMU)
+    qemu = qemu_binary()
     if qemu is None:
-        return False, f"{QEMU} not found"
+        return False, f"neither {QEMU} nor {RHEL_QEMU} found"
     with tempfile.TemporaryDirectory(prefix="testbed-accel-") as tmp:
         log = Path(tmp) / "probe.log"
         common = [
@@ -120,7 +131,7 @@ async def probe(accel: str, timeout: float = PROBE_TIMEOUT_S, kernel: Path | Non
 
 
 def _cache_key() -> str:
-    qemu = shutil.which(QEMU) or QEMU
+    qemu = qemu_binary() or QEMU
     try:
         mtime = os.stat(qemu).st_mtime_ns
     except OSError:

@@ -41,6 +41,7 @@ from testbed.hypervisor.labhost import LabHost, lab_host_for
 from testbed.hypervisor.labstate import LabState, NodeState, all_lab_states
 from testbed.hypervisor.leases import LabLease, LeaseStore
 from testbed.hypervisor.owner import Owner
+from testbed.hypervisor.platform import find_emulator
 from testbed.hypervisor.removal import LabRemains, remove_lab
 from testbed.hypervisor.seed import FWCFG_NAME, InterfaceConfig, SeedSpec, write_seed
 from testbed.hypervisor.xml import (
@@ -342,9 +343,10 @@ class Lab:
         self.progress("lab", f"lab {name} ({lab_id}): creating networks")
         await self._create_networks(plan, node_macs, images)
         self.progress("lab", "creating overlays and seeds")
+        emulator = await self.hv.call(find_emulator, self.hv.conn, self.accel)
         specs = await asyncio.gather(
             *(
-                self._prepare_node(node.name, images[node.name], plan, node_macs[node.name], client_key)
+                self._prepare_node(node.name, images[node.name], plan, node_macs[node.name], client_key, emulator)
                 for node in topo.nodes
             )
         )
@@ -410,6 +412,7 @@ class Lab:
         plan: AddressPlan,
         macs: dict[str, str],
         client_key: asyncssh.SSHKey,
+        emulator: str,
     ) -> tuple[DomainSpec, NodeState, GuestSession]:
         assert self.state is not None
         image, stored = image_pair
@@ -487,6 +490,10 @@ class Lab:
             console_log=console_log,
             metadata_xml=self.metadata_for(node_name),
             nics=nics,
+            emulator=emulator,
+            firmware=image.boot.firmware,
+            nvram=files.nvram(lab_dir, self.lab_id, node_name) if image.boot.firmware == "uefi" else None,
+            cpu_level=image.cpu_level,
             kernel=base.kernel if image.boot.mode == "kernel" else None,
             initrd=base.initrd if image.boot.mode == "kernel" else None,
             cmdline=image.boot.cmdline,

@@ -6,7 +6,7 @@
 - A remote host (`qemu+ssh://user@host/system`) shares no filesystem with the coordinator.
   Its base images are verified copies in a libvirt `dir` pool at the host's image cache path
   (`testbed.hypervisor.volumes.BaseCopies`); a lab's overlays (backed by those copies),
-  seeds and console logs are volumes named `<lab-id>-<node>.<kind>` in a second pool,
+  seeds, console logs and UEFI variable stores are volumes named `<lab-id>-<node>.<kind>` in a second pool,
   `testbed-labs`, at `<image cache>/labs`. Guests are reached through SSH tunnels over the
   coordinator's connection to the host (`HostLink`). Teardown and the reaper delete every
   volume of a lab by its `<lab-id>-` prefix, so nothing has to be recorded per file.
@@ -54,6 +54,10 @@ class LabFiles(Protocol):
         """Where the node's serial console is logged on the host."""
         ...
 
+    def nvram(self, lab_dir: Path, lab_id: str, node: str) -> str:
+        """Where a UEFI node's variable store lives on the host (libvirt creates it)."""
+        ...
+
     async def remove(self, lab_id: str) -> list[str]:
         """Delete the lab's files on the host; returns errors instead of raising."""
         ...
@@ -85,6 +89,9 @@ class LocalLabFiles:
 
     def console_log(self, lab_dir: Path, lab_id: str, node: str) -> str:
         return str(lab_dir / f"{node}.console.log")
+
+    def nvram(self, lab_dir: Path, lab_id: str, node: str) -> str:
+        return str(lab_dir / f"{node}.VARS.fd")
 
     async def remove(self, lab_id: str) -> list[str]:
         return []
@@ -119,6 +126,9 @@ class PoolLabFiles:
 
     def console_log(self, lab_dir: Path, lab_id: str, node: str) -> str:
         return self.labs.file_path(f"{lab_id}-{node}.console.log")
+
+    def nvram(self, lab_dir: Path, lab_id: str, node: str) -> str:
+        return self.labs.file_path(f"{lab_id}-{node}.VARS.fd")
 
     async def remove(self, lab_id: str) -> list[str]:
         errors: list[str] = []

@@ -2,6 +2,11 @@
 
 Every object carries a `<tb:lab>` element in the namespace `METADATA_NS` (owner, run id,
 job id, lab id/name/dir, node, created-at), which is how the reaper finds orphans.
+
+A domain's CPU model, firmware and emulator follow `testbed.hypervisor.platform`: `cpu` is
+derived from the accelerator and the image's x86-64 level, `firmware: uefi` renders
+`<os firmware='efi'>` (Secure Boot off) with the per-domain `nvram` file, and `emulator` is
+the path from libvirt's capabilities (omitted when None: libvirt then picks its default).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import jinja2
 
 from testbed.config import METADATA_NS
 from testbed.hypervisor.owner import Owner
+from testbed.hypervisor.platform import CpuSpec, cpu_for
 
 
 @cache
@@ -110,7 +116,10 @@ class DomainSpec:
     console_log: str
     metadata_xml: str
     nics: list[Nic]
-    emulator: str = "/usr/bin/qemu-system-x86_64"
+    emulator: str | None = None
+    firmware: str = "bios"  # bios | uefi
+    nvram: str | None = None  # uefi: this domain's variable store (made from the template)
+    cpu_level: str = "v1"
     kernel: str | None = None
     initrd: str | None = None
     cmdline: str = ""
@@ -120,6 +129,10 @@ class DomainSpec:
     nic_model: str = "virtio"
     run_as_root: bool = True
     guest_agent: bool = True  # a virtio-serial port for qemu-guest-agent: the out-of-band channel
+
+    @property
+    def cpu(self) -> CpuSpec | None:
+        return cpu_for(self.accel, self.cpu_level)
 
 
 @dataclass(frozen=True)

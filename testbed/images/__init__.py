@@ -1,1 +1,1 @@
-"""Image cache: local builds (debootstrap), downloads, imports and the cache layout."""
+"""Image cache: local builds (debootstrap recipes, built with mmdebstrap), downloads, imports and the cache layout."""

@@ -1,72 +1,92 @@
-"""Local image builds: debootstrap + `mkfs.ext4 -d` + `qemu-img convert` (no loop mounts).
+"""Local image builds of `debootstrap` recipes, without loop mounts.
+
+Steps: bootstrap (mmdebstrap, `testbed.images.bootstrap`) → guest files → configure
+(`guestfiles/configure.sh` in a chroot) → disk → convert (`qemu-img convert` to qcow2).
+`boot.mode: kernel` images are one ext4 file system (`mkfs.ext4 -d`) with the kernel and
+initrd cached beside the disk; `boot.mode: disk` images are a partitioned disk with GRUB for
+BIOS and UEFI (`testbed.images.disk`).
 
 Contract: `build_image` returns the cached image when one with the same key exists (the key
-hashes the recipe, the guest files copied in and `BUILD_VERSION`); otherwise it builds in a
-staging directory and moves the result into place only when complete, so an interrupted
+hashes what the disk is made from — `recipe_inputs`, the guest files and `BUILD_VERSION` —
+and not the image's name or firmware, so two catalog entries that differ only in how they
+boot share one build: the second is a link to the first's directory). Otherwise it builds in
+a staging directory and moves the result into place only when complete, so an interrupted
 build leaves no image behind (the staging directory is removed on failure).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import shutil
-from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from testbed.errors import HarnessError, InputError
+from testbed.images import disk as bootdisk
+from testbed.images.bootstrap import TOOLS as BOOTSTRAP_TOOLS
+from testbed.images.bootstrap import bootstrap
+from testbed.images.commands import ProgressFn, missing_tools, run_logged
 from testbed.images.store import ImageManifest, ImageStore, StoredImage
 from testbed.model.images import DebootstrapSource, ImageDef
 
-BUILD_VERSION = "1"
-GUEST_FILES = ("configure.sh", "testbed-seed.sh", "testbed-seed.service")
-
-ProgressFn = Callable[[str, str], None]
-"""Called with (stage, detail) as the build goes; stages: debootstrap, configure, disk, convert."""
+BUILD_VERSION = "2"
+GUEST_FILES = (
+    "configure.sh",
+    "testbed-seed.sh",
+    "testbed-seed.service",
+    "testbed-seed.openrc",
+    "testbed-seed-ifupdown.sh",
+)
+BASE_TOOLS = (*BOOTSTRAP_TOOLS, "mkfs.ext4", "qemu-img")
+__all__ = ["BUILD_VERSION", "ProgressFn", "build_image", "build_tools", "missing_build_tools", "recipe_key"]
 
 
 def _guest_file(name: str) -> bytes:
     return resources.files("testbed.images").joinpath("guestfiles", name).read_bytes()
 
 
+def recipe_inputs(image: ImageDef) -> dict[str, Any]:
+    """What a build's disk is made from (the image's name and firmware are not part of it)."""
+    inputs: dict[str, Any] = {
+        "os": image.os.model_dump(mode="json"),
+        "source": image.source.model_dump(mode="json"),
+        "init": image.init,
+        "provision": image.login.provision,
+        "boot_mode": image.boot.mode,
+    }
+    if image.boot.mode == "disk":
+        inputs["cmdline"] = image.boot.cmdline  # written into the disk's grub.cfg
+    return inputs
+
+
 def recipe_key(image: ImageDef) -> str:
-    """Content key of a build: recipe + guest files + build version (16 hex chars)."""
+    """Content key of a build: recipe inputs + guest files + build version (16 hex chars)."""
     digest = hashlib.sha256()
     digest.update(BUILD_VERSION.encode())
-    digest.update(json.dumps(image.model_dump(mode="json"), sort_keys=True).encode())
+    digest.update(json.dumps(recipe_inputs(image), sort_keys=True).encode())
     for name in GUEST_FILES:
         digest.update(_guest_file(name))
     return digest.hexdigest()[:16]
 
 
-async def _run(argv: list[str], stage: str, progress: ProgressFn | None, cwd: Path | None = None) -> None:
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        cwd=cwd,
-    )
-    assert proc.stdout is not None
-    tail: list[str] = []
-    async for raw in proc.stdout:
-        line = raw.decode(errors="replace").rstrip()
-        tail = [*tail[-19:], line]
-        if progress and line:
-            progress(stage, line)
-    status = await proc.wait()
-    if status != 0:
-        output = "\n".join(tail)
-        raise HarnessError(f"{stage}: {argv[0]} exited with status {status}:\n{output}")
+def build_tools(image: ImageDef) -> tuple[str, ...]:
+    """The host tools a build of `image` runs."""
+    return (*BASE_TOOLS, *bootdisk.TOOLS) if image.boot.mode == "disk" else BASE_TOOLS
 
 
-def _require_tools() -> None:
-    for tool in ("debootstrap", "mkfs.ext4", "qemu-img", "chroot"):
-        if shutil.which(tool) is None:
-            raise HarnessError(
-                f"{tool} not found: run scripts/setup-host.sh (apt-get install debootstrap e2fsprogs qemu-utils)"
-            )
+def missing_build_tools(image: ImageDef) -> list[str]:
+    return missing_tools(build_tools(image))
+
+
+def _require_tools(image: ImageDef) -> None:
+    missing = missing_build_tools(image)
+    if missing:
+        raise HarnessError(
+            f"{', '.join(missing)} not found: run scripts/setup-host.sh "
+            "(apt-get install mmdebstrap e2fsprogs qemu-utils fdisk dosfstools mtools)"
+        )
 
 
 def _sha256(path: Path) -> str:
@@ -77,6 +97,16 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _source(image: ImageDef) -> DebootstrapSource:
+    if not isinstance(image.source, DebootstrapSource):
+        raise InputError(
+            f"images/{image.name}.yaml",
+            "source.type",
+            f"'{image.source.type}' images are not built locally; use `testbed image pull` or `import`",
+        )
+    return image.source
+
+
 async def build_image(
     image: ImageDef,
     store: ImageStore,
@@ -85,19 +115,17 @@ async def build_image(
     progress: ProgressFn | None = None,
 ) -> StoredImage:
     """Build `image` (a debootstrap recipe) into `store`, or return the cached build."""
-    source = image.source
-    if not isinstance(source, DebootstrapSource):
-        raise InputError(
-            f"images/{image.name}.yaml",
-            "source.type",
-            f"'{source.type}' images are not built locally; use `testbed image pull` or `import`",
-        )
+    source = _source(image)
     key = recipe_key(image)
-    cached = store.get(image.name, key)
-    if cached is not None and not force:
-        store.commit_pointer(image.name, key)
-        return cached
-    _require_tools()
+    if not force:
+        cached = store.get(image.name, key)
+        if cached is not None:
+            store.commit_pointer(image.name, key)
+            return cached
+        shared = store.find_key(key)
+        if shared is not None:
+            return store.link(image.name, shared)
+    _require_tools(image)
     staging = store.staging_dir(image.name, key)
     try:
         return await _build_into(image, source, key, staging, store, progress)
@@ -115,54 +143,66 @@ async def _build_into(
     progress: ProgressFn | None,
 ) -> StoredImage:
     rootfs = staging / "rootfs"
-    packages = [*source.packages, source.kernel_package]
-    await _run(
-        [
-            "debootstrap",
-            f"--variant={source.variant}",
-            f"--include={','.join(packages)}",
-            source.suite,
-            str(rootfs),
-            source.mirror,
-        ],
-        "debootstrap",
-        progress,
-    )
-    _install_guest_files(rootfs)
-    await _run(["chroot", str(rootfs), "/bin/sh", "/root/testbed-configure.sh"], "configure", progress)
+    await bootstrap(source, rootfs, store.apt_cache_dir(source.suite), progress)
+    ids = bootdisk.BootIds.for_key(key) if image.boot.mode == "disk" else None
+    _install_guest_files(rootfs, image)
+    env = {
+        "PATH": "/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin",
+        "TESTBED_INIT": image.init,
+        "TESTBED_PROVISION": image.login.provision,
+        "TESTBED_ROOT": ids.root_fstab if ids else "/dev/vda",
+        "TESTBED_ESP": ids.esp_fstab if ids else "",
+    }
+    await run_logged(["chroot", str(rootfs), "/bin/sh", "/root/testbed-configure.sh"], "configure", progress, env=env)
     (rootfs / "root" / "testbed-configure.sh").unlink()
-    kernel, initrd = _extract_boot_files(rootfs, staging)
     raw = staging / "disk.raw"
-    await _run(
-        ["mkfs.ext4", "-q", "-F", "-L", "root", "-d", str(rootfs), str(raw), f"{source.disk_mb}M"],
-        "disk",
-        progress,
-    )
+    kernel: str | None = None
+    initrd: str | None = None
+    if ids is None:
+        kernel, initrd = _extract_boot_files(rootfs, staging)
+        await run_logged(
+            ["mkfs.ext4", "-q", "-F", "-L", "root", "-d", str(rootfs), str(raw), f"{source.disk_mb}M"], "disk", progress
+        )
+    else:
+        grub = await bootdisk.prepare_boot_files(rootfs, staging, ids, image.boot.cmdline, progress)
+        layout = bootdisk.DiskLayout.for_size(source.disk_mb)
+        await bootdisk.assemble_disk(raw, layout, rootfs, ids, grub, progress)
+        for path in (grub.boot_img, grub.core_img, grub.efi_image):
+            path.unlink()
     shutil.rmtree(rootfs)
-    disk = staging / "disk.qcow2"
-    await _run(["qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw), str(disk)], "convert", progress)
+    qcow2 = staging / "disk.qcow2"
+    await run_logged(["qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw), str(qcow2)], "convert", progress)
     raw.unlink()
-    disk.chmod(0o444)
+    qcow2.chmod(0o444)
     manifest = ImageManifest(
         name=image.name,
         key=key,
-        source=f"debootstrap {source.suite} {source.mirror}",
-        disk_sha256=_sha256(disk),
-        disk_size=disk.stat().st_size,
+        source=f"mmdebstrap {source.suite} {source.mirror}",
+        disk_sha256=_sha256(qcow2),
+        disk_size=qcow2.stat().st_size,
         kernel=kernel,
         initrd=initrd,
     )
     return store.commit(staging, manifest)
 
 
-def _install_guest_files(rootfs: Path) -> None:
-    sbin = rootfs / "usr" / "local" / "sbin" / "testbed-seed"
-    sbin.write_bytes(_guest_file("testbed-seed.sh"))
-    sbin.chmod(0o755)
-    unit = rootfs / "etc" / "systemd" / "system" / "testbed-seed.service"
-    unit.write_bytes(_guest_file("testbed-seed.service"))
-    script = rootfs / "root" / "testbed-configure.sh"
-    script.write_bytes(_guest_file("configure.sh"))
+def _write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    path.chmod(mode)
+
+
+def _install_guest_files(rootfs: Path, image: ImageDef) -> None:
+    if image.login.provision == "seed":
+        sbin = rootfs / "usr" / "local" / "sbin"
+        _write(sbin / "testbed-seed", _guest_file("testbed-seed.sh"), 0o755)
+        if image.init == "openrc":
+            _write(rootfs / "etc" / "init.d" / "testbed-seed", _guest_file("testbed-seed.openrc"), 0o755)
+            _write(sbin / "testbed-seed-ifupdown", _guest_file("testbed-seed-ifupdown.sh"), 0o755)
+        else:
+            unit = rootfs / "etc" / "systemd" / "system" / "testbed-seed.service"
+            _write(unit, _guest_file("testbed-seed.service"))
+    _write(rootfs / "root" / "testbed-configure.sh", _guest_file("configure.sh"))
 
 
 def _extract_boot_files(rootfs: Path, staging: Path) -> tuple[str, str]:

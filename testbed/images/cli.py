@@ -33,6 +33,7 @@ from rich.table import Table
 
 from testbed.config import Settings, project_root
 from testbed.errors import InputError
+from testbed.images.availability import availability
 from testbed.images.build import build_image
 from testbed.images.importer import import_image
 from testbed.images.pull import pull_image
@@ -69,39 +70,47 @@ def _lookup(catalog: dict[str, ImageDef], name: str) -> ImageDef:
     return image
 
 
-def _report(stored: StoredImage) -> None:
+def _report(name: str, stored: StoredImage) -> None:
     m = stored.manifest
-    typer.echo(f"{m.name}: key {m.key[:16]}  {size(m.disk_size)}  {stored.disk}")
+    shared = f" (the build of {m.name})" if m.name != name else ""
+    typer.echo(f"{name}: key {m.key[:16]}  {size(m.disk_size)}  {stored.disk}{shared}")
 
 
 @app.command("list")
 def list_images() -> None:
-    """Every catalog image, with whether (and where) it is present in the cache."""
+    """Every catalog image: how it gets here (build, pull, import), whether this host can do
+    that now, and whether (and where) it is in the cache."""
     with _input_errors():
         catalog = _catalog()
         store = _store()
         table = Table(title="images")
-        for column in ("name", "kind", "OS", "source", "present", "key", "size"):
+        for column in ("name", "OS", "init", "boot", "get", "this host", "cache", "key", "size"):
             table.add_column(column, no_wrap=True)
         table.add_column("path", overflow="fold")
         for name, image in catalog.items():
-            stored = store.get(name)
+            state = availability(image, store)
+            stored = state.stored
+            cache = f"present (build of {state.shared_with})" if state.shared_with else state.state
+            boot = "kernel" if image.boot.mode == "kernel" else f"disk/{image.boot.firmware}"
             table.add_row(
                 name,
-                image.kind,
                 f"{image.os.family} {image.os.release}",
-                image.source.type,
-                "yes" if stored else "no",
+                image.init,
+                boot,
+                state.method,
+                state.here,
+                cache,
                 stored.manifest.key[:12] if stored else "",
                 size(stored.manifest.disk_size) if stored else "",
                 str(stored.disk) if stored else "",
             )
         for stored in store.list():
-            if stored.manifest.name not in catalog:
+            if stored.directory.parent.name not in catalog:
                 m = stored.manifest
                 table.add_row(
-                    m.name, "?", "(not in catalog)", "", "yes", m.key[:12], size(m.disk_size), str(stored.disk)
-                )
+                    stored.directory.parent.name, "(not in catalog)", "", "", "", "", "present",
+                    m.key[:12], size(m.disk_size), str(stored.disk),
+                )  # fmt: skip
         Console().print(table)
 
 
@@ -111,18 +120,17 @@ def show(name: Annotated[str, typer.Argument(help="catalog image name")]) -> Non
     with _input_errors():
         image = _lookup(_catalog(), name)
         typer.echo(yaml.safe_dump(image.model_dump(mode="json"), sort_keys=False), nl=False)
-        stored = _store().get(name)
+        state = availability(image, _store())
+        how = f"{state.command} {name}" + (" PATH" if state.method == "import" else "")
+        stored = state.stored
         if stored is None:
-            how = {
-                "url": f"testbed image pull {name}",
-                "user": f"testbed image import {name} PATH",
-                "debootstrap": f"testbed image build {name}",
-            }[image.source.type]
-            typer.echo(f"cache: not present (get it with `{how}`)")
+            typer.echo(f"cache: not present (get it with `{how}`; this host: {state.here})")
         else:
             m = stored.manifest
+            shared = f" (the build of {state.shared_with})" if state.shared_with else ""
+            again = f" — the definition changed: `{how}` again" if state.state == "stale" else ""
             typer.echo(
-                f"cache: present, key {m.key}, {size(m.disk_size)}, created {m.created_at}\n"
+                f"cache: {state.state}{shared}{again}, key {m.key}, {size(m.disk_size)}, created {m.created_at}\n"
                 f"disk: {stored.disk}\nsource: {m.source}"
             )
 
@@ -149,7 +157,7 @@ def pull(name: Annotated[str, typer.Argument(help="catalog image with source.typ
             if isinstance(image.source, UrlSource):
                 console.print(f"fetching {image.source.url}", highlight=False, markup=False)
             stored = asyncio.run(pull_image(image, _store(), progress=progress))
-        _report(stored)
+        _report(name, stored)
 
 
 @app.command("import")
@@ -160,7 +168,7 @@ def import_(
     """Register a local disk file as catalog image NAME (copied or converted into the cache)."""
     with _input_errors():
         stored = import_image(name, path, _store(), _catalog())
-        _report(stored)
+        _report(name, stored)
 
 
 @app.command("build")
@@ -168,7 +176,8 @@ def build(
     name: Annotated[str, typer.Argument(help="catalog image with source.type debootstrap")],
     force: Annotated[bool, typer.Option("--force", help="rebuild even if cached")] = False,
 ) -> None:
-    """Build a debootstrap image locally (about 2-3 minutes); a cached build is reused."""
+    """Build a debootstrap recipe locally (2-5 minutes); a cached build is reused, and a build
+    of the same recipe under another name is shared."""
     with _input_errors():
         image = _lookup(_catalog(), name)
         if not isinstance(image.source, DebootstrapSource):
@@ -203,4 +212,4 @@ def build(
             stored = asyncio.run(build_image(image, _store(), force=force, progress=progress))
             for task in tasks.values():
                 bars.update(task, total=1, completed=1)
-        _report(stored)
+        _report(name, stored)

@@ -1,10 +1,12 @@
 """Downloads of `source.type: url` images into the image cache.
 
 Contract of `pull_image`:
-- the cache key is the declared `source.sha256` (the checksum of the file as downloaded, before
-  decompression); an image already cached under that key is returned without any download;
-- `http(s)://` URLs stream through httpx, `file://` URLs are copied; the sha256 is computed
-  while writing, and a mismatch raises `HarnessError` naming the expected and the actual value;
+- the cache key is the declared checksum (`source.sha256` or `source.sha512`, of the file as
+  downloaded, before decompression); an image already cached under that key is returned
+  without any download;
+- `http(s)://` URLs stream through httpx, `file://` URLs are copied; the checksum (of the
+  declared algorithm) is computed while writing, and a mismatch raises `HarnessError` naming
+  the algorithm, the expected and the actual value;
 - a declared compression (gzip, xz, bz2) is undone, a declared format other than qcow2 is
   converted with `qemu-img convert`; a qcow2 with a backing file is refused;
 - all work happens in the store's `<key>.partial` directory, moved into place only when
@@ -150,7 +152,7 @@ def _decompress(src: Path, dest: Path, compression: str) -> None:
         raise HarnessError(f"{src.name}: {compression} decompression failed: {exc}") from exc
 
 
-async def _fetch_file(url: str, dest: Path, progress: ProgressFn | None) -> str:
+async def _fetch_file(url: str, dest: Path, progress: ProgressFn | None, algorithm: str) -> str:
     parsed = urlparse(url)
     if parsed.netloc not in ("", "localhost"):
         raise HarnessError(f"{url}: file:// URLs must name a local path")
@@ -162,7 +164,7 @@ async def _fetch_file(url: str, dest: Path, progress: ProgressFn | None) -> str:
     loop = asyncio.get_running_loop()
 
     def copy() -> str:
-        digest = hashlib.sha256()
+        digest = hashlib.new(algorithm)
         done = 0
         with path.open("rb") as src, dest.open("wb") as out:
             for block in iter(lambda: src.read(CHUNK), b""):
@@ -180,9 +182,9 @@ async def _fetch_file(url: str, dest: Path, progress: ProgressFn | None) -> str:
 
 
 async def _fetch_http(
-    url: str, dest: Path, progress: ProgressFn | None, transport: httpx.AsyncBaseTransport | None
+    url: str, dest: Path, progress: ProgressFn | None, transport: httpx.AsyncBaseTransport | None, algorithm: str
 ) -> str:
-    digest = hashlib.sha256()
+    digest = hashlib.new(algorithm)
     timeout = httpx.Timeout(30.0, read=120.0)
     client_args: dict[str, Any] = {"follow_redirects": True, "timeout": timeout}
     if transport is not None:
@@ -215,13 +217,15 @@ async def download(
     *,
     progress: ProgressFn | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    algorithm: str = "sha256",
 ) -> str:
-    """Write `url` (http, https or file) to `dest`; return the sha256 of the bytes written."""
+    """Write `url` (http, https or file) to `dest`; return the hex `algorithm` digest (sha256
+    or sha512) of the bytes written."""
     scheme = urlparse(url).scheme
     if scheme == "file":
-        return await _fetch_file(url, dest, progress)
+        return await _fetch_file(url, dest, progress, algorithm)
     if scheme in ("http", "https"):
-        return await _fetch_http(url, dest, progress, transport)
+        return await _fetch_http(url, dest, progress, transport, algorithm)
     raise HarnessError(f"{url}: unsupported URL scheme '{scheme}' (http, https or file)")
 
 
@@ -258,7 +262,7 @@ async def pull_image(
     assert isinstance(source, UrlSource)
     if urlparse(source.url).scheme not in ("http", "https", "file"):
         raise InputError(_definition(image), "source.url", "must be an http, https or file URL")
-    key = source.sha256
+    _, key = source.checksum
     cached = store.get(image.name, key)
     if cached is not None:
         store.commit_pointer(image.name, key)
@@ -281,9 +285,10 @@ async def _pull_into(
     transport: httpx.AsyncBaseTransport | None,
 ) -> StoredImage:
     fetched = staging / "download"
-    actual = await download(source.url, fetched, progress=progress, transport=transport)
-    if actual != source.sha256:
-        raise HarnessError(f"{image.name}: sha256 mismatch for {source.url}: expected {source.sha256}, got {actual}")
+    algorithm, expected = source.checksum
+    actual = await download(source.url, fetched, progress=progress, transport=transport, algorithm=algorithm)
+    if actual != expected:
+        raise HarnessError(f"{image.name}: {algorithm} mismatch for {source.url}: expected {expected}, got {actual}")
     unpacked = fetched
     if source.compression != "none":
         unpacked = staging / "unpacked"
@@ -300,8 +305,8 @@ async def _pull_into(
     disk.chmod(0o444)
     manifest = ImageManifest(
         name=image.name,
-        key=source.sha256,
-        source=f"url {source.url}",
+        key=expected,
+        source=f"url {source.url} ({algorithm})",
         disk_sha256=await asyncio.to_thread(file_sha256, disk),
         disk_size=disk.stat().st_size,
     )

@@ -7,9 +7,13 @@ Layout (one directory per image, one sub-directory per content key):
     images/<name>/<key>/initrd.img
     images/<name>/<key>/manifest.json   ImageManifest
     images/<name>/current               text file holding the key in use
+    images/<name>/<key> -> ../<other>/<key>   a build shared with another name (same recipe)
+    build-cache/apt/<suite>/            .debs kept between builds (beside images/)
 
-A key is the recipe hash for built images, the sha256 for downloads and imports. Writers
-fill `<key>.partial/` and rename it into place, so a reader never sees a half-made image.
+A key is the recipe hash for built images, the checksum (sha256 or sha512) for downloads and
+the sha256 for imports. Writers fill `<key>.partial/` and rename it into place, so a reader
+never sees a half-made image. A shared build is a relative symlink, made atomically; removing
+the image it points to makes the link's image absent (`get` returns None), never broken.
 """
 
 from __future__ import annotations
@@ -90,7 +94,9 @@ class ImageStore:
         """Write the manifest, move `staging` into place and make it current."""
         (staging / "manifest.json").write_text(json.dumps(asdict(manifest), indent=2), encoding="utf-8")
         final = self.image_dir(manifest.name) / manifest.key
-        if final.exists():
+        if final.is_symlink():
+            final.unlink()  # a shared build this name now builds for itself
+        elif final.exists():
             shutil.rmtree(final)
         os.replace(staging, final)
         self.commit_pointer(manifest.name, manifest.key)
@@ -108,6 +114,33 @@ class ImageStore:
         tmp = pointer.with_name(f".current.{os.getpid()}.{secrets.token_hex(4)}")
         tmp.write_text(key, encoding="ascii")
         os.replace(tmp, pointer)
+
+    def find_key(self, key: str) -> StoredImage | None:
+        """A complete image under any name whose directory is `key` (not a link itself)."""
+        if not self.root.exists():
+            return None
+        for directory in sorted(self.root.glob(f"*/{key}")):
+            if directory.is_symlink():
+                continue
+            found = self.get(directory.parent.name, key)
+            if found is not None:
+                return found
+        return None
+
+    def link(self, name: str, shared: StoredImage) -> StoredImage:
+        """Make `shared` (another name's image) also the current image of `name`."""
+        key = shared.manifest.key
+        link = self.image_dir(name) / key
+        link.parent.mkdir(parents=True, exist_ok=True)
+        tmp = link.with_name(f".{key}.{os.getpid()}.{secrets.token_hex(4)}")
+        tmp.symlink_to(Path("..") / shared.directory.parent.name / key)
+        os.replace(tmp, link)
+        self.commit_pointer(name, key)
+        return StoredImage(shared.manifest, link)
+
+    def apt_cache_dir(self, suite: str) -> Path:
+        """Where builds of `suite` keep downloaded packages."""
+        return self.root.parent / "build-cache" / "apt" / suite
 
     def list(self) -> list[StoredImage]:
         """Every current image in the cache."""

@@ -586,6 +586,10 @@ p_services() {
     fi
     if tb_openrc_running; then
         _tb_any=1
+        # Refresh OpenRC's dependency cache first (as rc-status would): otherwise, after an
+        # init script changed, rc-status prints " * Caching service dependencies ..." among
+        # the services.
+        tb_t 30 rc-update --update >/dev/null 2>&1 </dev/null
         tb_part openrc_status 2000 tb_t 30 rc-status --all
         tb_part_if rc-update openrc_runlevels 2000 tb_t 30 rc-update show -v
     fi

@@ -1,8 +1,9 @@
 """Harness-driven reboot of a node, for requirements that must persist.
 
-The reboot is asked of the guest itself (`systemctl reboot`, detached so the command
-returns), then the harness waits until SSH answers again with a different boot id. Every
-command it sends is recorded (phase `probe`, source `harness`).
+The reboot is asked of the guest itself (its service manager's reboot: `systemctl reboot`,
+or sysvinit's `reboot` under OpenRC; detached so the command returns), then the harness
+waits until SSH answers again with a different boot id. Every command it sends is recorded
+(phase `probe`, source `harness`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from testbed.errors import HarnessError
 from testbed.guest.readiness import wait_for_ssh
 from testbed.guest.ssh import GuestConnectionError
 from testbed.hypervisor.lab import LabNode
+from testbed.model.services import detached_reboot
 from testbed.runner.recording import CommandRecorder
 
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
-REBOOT = "nohup sh -c 'sleep 1; systemctl reboot' >/dev/null 2>&1 &"
 
 
 def console_tail(node: LabNode, chars: int = 1500) -> str:
@@ -40,7 +41,7 @@ async def reboot_node(node: LabNode, commands: CommandRecorder, timeout: float =
     t0 = time.monotonic()
     before = await boot_id(node, commands)
     with contextlib.suppress(GuestConnectionError):  # the connection may drop as the reboot starts
-        await commands.run(node, REBOOT, phase="probe", source="harness", timeout=30)
+        await commands.run(node, detached_reboot(node.image.init), phase="probe", source="harness", timeout=30)
     await node.session.close()
     await asyncio.sleep(3)
     while True:

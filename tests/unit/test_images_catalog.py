@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,12 @@ from testbed.model.images import DebootstrapSource, UrlSource, load_catalog, loa
 
 IMAGES = project_root() / "images"
 EXPECTED = {
+    "debian-11",
     "debian-12",
+    "debian-13",
+    "debian-12-openrc",
+    "debian-13-cloud",
+    "debian-13-cloud-uefi",
     "ubuntu-24.04",
     "ubuntu-16.04",
     "almalinux-9",
@@ -34,7 +40,8 @@ def test_every_catalog_yaml_loads(path: Path) -> None:
     image = load_image(path)
     assert image.name == path.stem
     if isinstance(image.source, UrlSource):
-        assert re.fullmatch(r"[0-9a-f]{64}", image.source.sha256)
+        algorithm, digest = image.source.checksum
+        assert re.fullmatch("[0-9a-f]{" + ("64" if algorithm == "sha256" else "128") + "}", digest)
         assert image.source.url.startswith("https://")
     if image.kind == "network-os":
         assert image.readiness.method == "serial"
@@ -57,6 +64,7 @@ def test_sonic_uses_e1000() -> None:
 def _debian(tmp_path: Path, **changes: object) -> Path:
     data = yaml.safe_load((IMAGES / "debian-12.yaml").read_text())
     data["source"].update(changes)
+    shutil.copytree(IMAGES / "bases", tmp_path / "bases", dirs_exist_ok=True)
     path = tmp_path / "debian-12.yaml"
     path.write_text(yaml.safe_dump(data))
     return path

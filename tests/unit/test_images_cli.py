@@ -25,9 +25,11 @@ def test_list_shows_every_catalog_entry() -> None:
     result = runner.invoke(app, ["list"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
+    method = {"debootstrap": " build ", "url": " pull ", "user": " import "}
     for name, image in load_catalog(IMAGES).items():
         line = next(ln for ln in lines if f" {name} " in ln)
-        assert image.source.type in line and " no " in line
+        assert method[image.source.type] in line and " absent " in line
+        assert image.init in line
 
 
 def test_show_prints_definition_and_how_to_get_it() -> None:

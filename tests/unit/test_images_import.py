@@ -106,9 +106,9 @@ def test_cli_import_then_list(root: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     listing = runner.invoke(app, ["list"]).output
     line = next(ln for ln in listing.splitlines() if "vyos-test" in ln)
-    assert "yes" in line and sha256(src)[:12] in line
+    assert " imported " in line and sha256(src)[:12] in line
     sonic = next(ln for ln in listing.splitlines() if "sonic-test" in ln)
-    assert "no" in sonic
+    assert " absent " in sonic
 
 
 def test_cli_import_unknown_name_exits_2(root: Path, tmp_path: Path) -> None:

@@ -58,12 +58,14 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def define(root: Path, name: str, url: str, sha: str, fmt: str = "qcow2", comp: str = "none") -> ImageDef:
+def define(
+    root: Path, name: str, url: str, sha: str, fmt: str = "qcow2", comp: str = "none", algorithm: str = "sha256"
+) -> ImageDef:
     data = {
         "name": name,
         "os": {"family": "debian", "release": "12"},
         "dialect": "debian",
-        "source": {"type": "url", "url": url, "sha256": sha, "format": fmt, "compression": comp},
+        "source": {"type": "url", "url": url, algorithm: sha, "format": fmt, "compression": comp},
     }
     (root / "images" / f"{name}.yaml").write_text(yaml.safe_dump(data))
     return load_catalog(root / "images")[name]
@@ -82,7 +84,8 @@ def test_pull_file_url_then_listed_as_present(root: Path, tmp_path: Path) -> Non
     define(root, "tiny", src.as_uri(), sha256(src))
     result = runner.invoke(app, ["list"])
     assert result.exit_code == 0, result.output
-    assert "tiny" in result.output and " no " in result.output
+    line = next(ln for ln in result.output.splitlines() if "tiny" in ln)
+    assert " pull " in line and " online " in line and " absent " in line
 
     result = runner.invoke(app, ["pull", "tiny"])
     assert result.exit_code == 0, result.output
@@ -91,7 +94,7 @@ def test_pull_file_url_then_listed_as_present(root: Path, tmp_path: Path) -> Non
     result = runner.invoke(app, ["list"])
     assert result.exit_code == 0, result.output
     line = next(ln for ln in result.output.splitlines() if "tiny" in ln)
-    assert "yes" in line and sha256(src)[:12] in line
+    assert " present " in line and sha256(src)[:12] in line
 
 
 async def test_pull_stores_qcow2_under_the_sha256(root: Path, store: ImageStore, tmp_path: Path) -> None:
@@ -230,3 +233,46 @@ def test_cli_pull_of_user_image_exits_2(root: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["pull", "mine"])
     assert result.exit_code == 2
     assert "get it from the vendor" in result.stderr
+
+
+def sha512(path: Path) -> str:
+    return hashlib.sha512(path.read_bytes()).hexdigest()
+
+
+async def test_sha512_pull_is_checked_and_keyed_by_the_sha512(root: Path, store: ImageStore, tmp_path: Path) -> None:
+    src = qcow2(tmp_path / "small.qcow2")
+    image = define(root, "alpine", src.as_uri(), sha512(src), algorithm="sha512")
+    stored = await pull_image(image, store)
+    assert stored.manifest.key == sha512(src)
+    assert "(sha512)" in stored.manifest.source
+    assert sha256(stored.disk) == stored.manifest.disk_sha256 == sha256(src)
+    assert store.get("alpine") == stored
+
+
+async def test_sha512_mismatch_over_http_names_the_algorithm(root: Path, store: ImageStore, tmp_path: Path) -> None:
+    src = qcow2(tmp_path / "small.qcow2")
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=src.read_bytes()))
+    wrong = "0" * 128
+    image = define(root, "web", "https://images.example/small.qcow2", wrong, algorithm="sha512")
+    with pytest.raises(HarnessError) as err:
+        await pull_image(image, store, transport=transport)
+    assert "sha512 mismatch" in str(err.value) and sha512(src) in str(err.value)
+    assert not store.image_dir("web").exists()
+
+
+@pytest.mark.parametrize(
+    "checksums",
+    [{}, {"sha256": "0" * 64, "sha512": "0" * 128}, {"sha512": "0" * 64}],
+    ids=["none", "both", "short-sha512"],
+)
+def test_a_url_source_takes_exactly_one_checksum(root: Path, checksums: dict[str, str]) -> None:
+    data = {
+        "name": "x",
+        "os": {"family": "alpine", "release": "3.20"},
+        "dialect": "alpine",
+        "source": {"type": "url", "url": "https://images.example/x.qcow2", **checksums},
+    }
+    (root / "images" / "x.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(InputError) as err:
+        load_catalog(root / "images")
+    assert err.value.field is not None and err.value.field.startswith("source")
