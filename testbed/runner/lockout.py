@@ -145,10 +145,12 @@ async def _probe_inside(node: LabNode, evidence: dict[str, Any]) -> AccessLoss:
     if _field(out, "sshd") == "stopped" or _field(out, "listen22") == "0":
         return _agent(node, "sshd is not running (guest agent: no sshd listening on port 22)", evidence, True)
     link, address = _mgmt_link(out, node.mgmt_ip)
+    down = _down_links(out)
+    if link is False or (link is None and down):
+        iface = address if link is False else ", ".join(down)
+        return _agent(node, f"the management interface is down ({iface}; guest agent: ip link)", evidence, True)
     if link is None:
         return _agent(node, f"the management address {node.mgmt_ip} is gone (guest agent: ip addr)", evidence, True)
-    if not link:
-        return _agent(node, "the management interface is down (guest agent: ip link)", evidence, True)
     return _agent(
         node,
         f"the harness's SSH to {address} is filtered: sshd listens and the link is up (guest agent: firewall rules)",
@@ -160,6 +162,18 @@ async def _probe_inside(node: LabNode, evidence: dict[str, Any]) -> AccessLoss:
 def _field(out: str, name: str) -> str:
     found = re.search(rf"^{name}: ?(.*)$", out, re.MULTILINE)
     return found.group(1).strip() if found else ""
+
+
+def _down_links(out: str) -> list[str]:
+    """Interfaces other than loopback that are administratively down or have no carrier
+    (networkd drops the addresses of a link that goes down, so the address alone can
+    look "gone")."""
+    down = []
+    for found in re.finditer(r"^\d+:\s+([^:@\s]+)[:@][^<]*<([^>]*)>", out, re.MULTILINE):
+        name, flags = found.group(1), found.group(2).split(",")
+        if name != "lo" and ("UP" not in flags or "NO-CARRIER" in flags):
+            down.append(name)
+    return down
 
 
 def _mgmt_link(out: str, mgmt_ip: str) -> tuple[bool | None, str]:

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.agents.base import Action, Agent, AgentContext, Observation
+from testbed.analysis import SafetyPolicy
 from testbed.db.engine import open_database
 from testbed.db.models import Artifact, Check, Command, Run
 from testbed.hypervisor.savedstate import SlotStore
@@ -106,8 +107,16 @@ def _task() -> Task:
     return load_task(ROOT / "tasks" / TASK, images=set(image_catalog()))
 
 
+def _request(task: Task, agent: Agent) -> RunRequest:
+    """Power and sysrq commands are blocked by the default safety policy: allow them here,
+    so the agent really can power off, panic or isolate its guest."""
+    return RunRequest(
+        task, task.definition.images[0], agent.name, agent_instance=agent, policy=SafetyPolicy(allow_power=True)
+    )
+
+
 async def _run(rt: Runtime, db: sessionmaker[Session], task: Task, agent: Agent, store: SlotStore, key: str) -> str:
-    request = RunRequest(task, task.definition.images[0], agent.name, agent_instance=agent)
+    request = _request(task, agent)
     with store.lock(task.id, wait=True):
         use = SavedStateUse(store, key, await asyncio.to_thread(store.load, task.id, key))
         return (await Runner(request, rt, db, saved=use).execute()).run_id
@@ -149,7 +158,7 @@ def test_lockouts_background_cancel_and_console(vm_home: Path, tmp_path: Path) -
                 print(f"{case.name}: {time.monotonic() - t0:.0f} s")
             # 3. a command cancelled in flight
             sleeper = Script("cancelled", ["sleep 600"])
-            request = RunRequest(task, task.definition.images[0], sleeper.name, agent_instance=sleeper)
+            request = _request(task, sleeper)
             with store.lock(task.id, wait=True):
                 use = SavedStateUse(store, key, await asyncio.to_thread(store.load, task.id, key))
                 runner = asyncio.create_task(Runner(request, rt, db, saved=use).execute())

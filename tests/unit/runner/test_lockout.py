@@ -1,0 +1,138 @@
+"""Who cut SSH off? The lockout diagnosis on fakes of libvirt's view, the guest agent and the
+console (the real path is tests/vm/test_run_truth.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from testbed.errors import GuestLost, HarnessError
+from testbed.guest.result import ExecResult
+from testbed.hypervisor.connection import DomainStatus
+from testbed.hypervisor.events import StopEvent
+from testbed.runner.lockout import LOCKOUT, diagnose
+
+LINKS_UP = "2: eth0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 state UP\n"
+LINKS_DOWN = "2: eth0: <BROADCAST,MULTICAST> mtu 1500 state DOWN\n"
+ADDR = "2: eth0    inet 10.9.0.2/24 brd 10.9.0.255 scope global eth0\n"
+
+
+def probe(sshd: str = "running", listen: str = "1", targets: str = "multi-user.target", links: str = LINKS_UP,
+          addresses: str = ADDR) -> str:  # fmt: skip
+    return (
+        f"sshd: {sshd}\nlisten22: {listen}\ntargets: {targets}\n--- links\n{links}--- addresses\n{addresses}"
+        "--- nft\ntable inet f { chain input { type filter hook input priority 0; policy drop; } }\n--- iptables\n"
+    )
+
+
+class FakeHypervisor:
+    def __init__(self, status: DomainStatus) -> None:
+        self.status = status
+
+    async def domain_status(self, name: str) -> DomainStatus:
+        return self.status
+
+
+class FakeOob:
+    def __init__(self, answers: bool, output: str = "") -> None:
+        self.answers, self.output = answers, output
+
+    async def ping(self) -> bool:
+        return self.answers
+
+    async def exec(self, command: str, **_: object) -> ExecResult:
+        return ExecResult(command, 0, self.output, "", datetime.now(UTC), 5)
+
+
+class FakeSession:
+    def __init__(self, answers: bool) -> None:
+        self.answers = answers
+
+    async def close(self) -> None:
+        return None
+
+    async def connect(self, timeout: float = 10) -> None:
+        if not self.answers:
+            raise HarnessError("ssh: connection refused")
+
+
+class Node:
+    def __init__(self, tmp: Path, status: DomainStatus, *, ssh: bool = False, oob: FakeOob | None = None,
+                 console: str = "") -> None:  # fmt: skip
+        self.name, self.domain, self.mgmt_ip = "node", "tb-x-node", "10.9.0.2"
+        self.hypervisor = FakeHypervisor(status)
+        self.session = FakeSession(ssh)
+        self.oob = oob
+        self.console_log = tmp / "console.log"
+        self.console_log.write_text(console)
+
+
+RUNNING = DomainStatus("running", None, None)
+
+
+def run(node: Node):
+    return asyncio.run(diagnose(node, GuestLost("ssh: connection lost running a command")))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("status", "console", "agent", "reason"),
+    [
+        (DomainStatus("missing", None, StopEvent("shutdown", 0.0)), "", True, "powered itself off"),
+        (DomainStatus("shutoff", "shutdown", None), "", True, "powered itself off"),
+        (DomainStatus("missing", None, None), "[  12.0] reboot: Power down\n", True, "powered itself off"),
+        (DomainStatus("crashed", "panicked", None), "", True, "kernel panicked"),
+        (DomainStatus("missing", None, StopEvent("destroyed", 0.0)), "", False, "from outside (destroyed)"),
+        (DomainStatus("shutoff", "crashed", None), "", False, "from outside (crashed)"),
+        (DomainStatus("missing", None, None), "", False, "from outside (unknown)"),
+    ],
+)
+def test_stopped_guests(tmp_path: Path, status: DomainStatus, console: str, agent: bool, reason: str) -> None:
+    loss = run(Node(tmp_path, status, console=console))
+    assert loss.agent_caused is agent and reason in loss.reason, loss.reason
+    assert loss.reason.startswith(LOCKOUT) is agent
+    assert loss.evidence["domain"]["state"] == status.state
+
+
+def test_ssh_that_answers_again_is_not_a_lockout(tmp_path: Path) -> None:
+    loss = run(Node(tmp_path, RUNNING, ssh=True))
+    assert loss.recovered and not loss.agent_caused
+
+
+@pytest.mark.parametrize(
+    ("output", "reason"),
+    [
+        (probe(sshd="stopped", listen="0"), "sshd is not running"),
+        (probe(links=LINKS_DOWN), "management interface is down"),
+        (probe(links=LINKS_DOWN, addresses=""), "management interface is down"),
+        (probe(addresses=""), "management address 10.9.0.2 is gone"),
+        (probe(targets="rescue.target sysinit.target"), "rescue/emergency mode"),
+        (probe(), "filtered"),
+    ],
+)
+def test_running_guest_probed_through_the_guest_agent(tmp_path: Path, output: str, reason: str) -> None:
+    loss = run(Node(tmp_path, RUNNING, oob=FakeOob(True, output)))
+    assert loss.agent_caused and loss.oob_usable and reason in loss.reason, loss.reason
+    assert "sshd:" in loss.evidence["guest_agent_probe"]
+
+
+@pytest.mark.parametrize(
+    ("console", "reason"),
+    [
+        ("Kernel panic - not syncing: sysrq triggered crash\n", "kernel panicked"),
+        ("You are in rescue mode. After logging in, type ...\n", "rescue/emergency mode"),
+        ("", "answers neither SSH nor its guest agent"),
+    ],
+)
+def test_running_guest_silent_everywhere_reads_the_console(tmp_path: Path, console: str, reason: str) -> None:
+    loss = run(Node(tmp_path, RUNNING, oob=FakeOob(False), console=console))
+    assert loss.agent_caused and not loss.oob_usable and reason in loss.reason, loss.reason
+
+
+def test_no_hypervisor_cannot_blame_the_agent(tmp_path: Path) -> None:
+    node = Node(tmp_path, RUNNING)
+    node.hypervisor = None  # type: ignore[assignment]
+    loss = run(node)
+    assert not loss.agent_caused and not loss.recovered
