@@ -30,6 +30,7 @@ import asyncssh
 from testbed.aio import run_to_completion
 from testbed.config import Settings
 from testbed.errors import GuestLost, HarnessError, InputError
+from testbed.guest.dialects import dialect_for
 from testbed.guest.readiness import wait_for_serial, wait_for_ssh
 from testbed.guest.result import ExecResult
 from testbed.guest.ssh import GuestSession, generate_key, public_key_line
@@ -548,7 +549,7 @@ class Lab:
             console_log=Path(spec.console_log),
             session=session,
             hypervisor=self.hv,
-            oob=GuestAgentChannel(self.hv, spec.name) if spec.guest_agent else None,
+            oob=GuestAgentChannel(self.hv, spec.name, dialect_for(image.dialect).shell) if spec.guest_agent else None,
         )
         self.nodes[node.name] = node
         gate = self.boot_gate or contextlib.nullcontext()

@@ -71,6 +71,7 @@ import asyncssh
 from testbed.aio import run_to_completion
 from testbed.config import Settings
 from testbed.errors import HarnessError
+from testbed.guest.dialects import dialect_for
 from testbed.guest.readiness import wait_for_ssh
 from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
@@ -529,7 +530,7 @@ class RestoredLab:
                 console_log=lab_dir / f"{node.name}.console.log",
                 session=new_session(node, client_key),
                 hypervisor=self.hv,
-                oob=GuestAgentChannel(self.hv, node.domain),
+                oob=GuestAgentChannel(self.hv, node.domain, dialect_for(node.dialect).shell),
             )
         t0 = time.monotonic()
         await reconnect(self.nodes)
