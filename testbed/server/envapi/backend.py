@@ -21,6 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -32,6 +33,7 @@ from testbed.runner.fastreset import SavedStateUse
 from testbed.runner.request import RunRequest, RunResult
 from testbed.runner.run import Runner
 from testbed.runtime import Runtime, runtime
+from testbed.server.envapi.catalog import task_catalog
 from testbed.server.envapi.episodes import EpisodeManager, ExternalAgent, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -107,6 +109,9 @@ class RunnerBackend:
 
     def database(self) -> sessionmaker[Session]:
         return self.db
+
+    def list_tasks(self, split: str | None) -> dict[str, Any]:
+        return task_catalog(self.root, lambda task_id: self.load_task(task_id, None), split)
 
 
 def open_runner_manager(
