@@ -3,7 +3,8 @@
 Contracts:
 
 - One entry per `tasks/<id>/task.toml` that loads: id, split, category, difficulty, tags,
-  description, images, nodes, the limits, and whether the task takes named actions only.
+  description, images, nodes, the limits, whether the task takes named actions only, and
+  its instruction (so a trainer can build prompts before any reset).
 - `split` is the task's `split` field (`train` or `heldout`) when the task format has one,
   else `train`.
 - A task.toml that does not load is left out of `tasks` and named, with its problem, in
@@ -47,6 +48,7 @@ def task_entry(task: Task) -> dict[str, Any]:
             "command_time_s": d.limits.command_time_s,
         },
         "bounded_actions": bool(d.actions),
+        "instruction": task.instruction,
     }
 
 
