@@ -57,6 +57,7 @@ LAYERS: dict[str, int] = {
     "report": 2,
     # one run's lifecycle
     "runner": 3,
+    "importers": 3,  # other harnesses' published runs stored as runs, then analysed
     # many runs on many hosts
     "scheduler": 4,
     # long-running services
