@@ -24,6 +24,7 @@ from typing import Any
 
 from testbed.model.vocab import SnapshotPoint
 from testbed.probes.parsers.network import parse_ss_lines
+from testbed.probes.parsers.system import os_record
 
 POINTS: dict[str, str] = {
     "before_prepare": SnapshotPoint.BEFORE_SETUP,
@@ -61,16 +62,8 @@ def os_probe(text: str) -> dict[str, Any]:
         elif line.startswith("Linux "):
             kernel = line
     parts = kernel.split()
-    return {
-        "os_release": release,
-        "id": release.get("ID"),
-        "id_like": release.get("ID_LIKE", "").split(),
-        "version_id": release.get("VERSION_ID"),
-        "pretty_name": release.get("PRETTY_NAME"),
-        "kernel": {"sysname": "Linux" if parts else None, "release": parts[1] if len(parts) > 1 else None,
-                   "machine": parts[2] if len(parts) > 2 else None, "version": None},
-        "hostname": None,
-    }  # fmt: skip
+    facts = dict(zip(("sysname", "release", "machine"), parts[:3], strict=False))
+    return os_record(release, facts)
 
 
 def boot(text: str) -> dict[str, Any]:

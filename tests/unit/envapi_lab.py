@@ -6,21 +6,26 @@ tiny command language ("fix-service" repairs, "check-service" is the task's chec
 `fake_root(tmp_path, monkeypatch)` patches the runner and writes a checkout with the tasks
 `fake-task`, `bounded-task` (named actions) and `short-task` (2 commands);
 `make_client(root, tmp_path, token=..., **limits)` builds the app over it with a SQLite
-run database and returns `(TestClient, sessionmaker)`.
+run database and returns `(TestClient, sessionmaker)`; `serve(app)` serves an app with
+uvicorn on a free loopback port in a thread and yields its base URL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 
 from testbed.config import Settings
@@ -168,3 +173,28 @@ def make_client(root: Path, tmp_path: Path, token: str | None = TOKEN, **limits:
         yield EpisodeManager(RunnerBackend(rt, db, root), **limits)  # type: ignore[arg-type]
 
     return TestClient(create_app(open_manager, token)), db
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve(app: Any, startup_s: float = 20, stop_s: float = 20) -> Iterator[str]:
+    """`app` served by uvicorn on 127.0.0.1 in a thread; yields its base URL."""
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws_max_size=2**20))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + startup_s
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=stop_s)

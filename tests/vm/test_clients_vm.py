@@ -12,16 +12,10 @@ The environment API (real Runner backend) is served by uvicorn on a loopback por
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from openenv.core.generic_client import GenericEnvClient
 from sqlalchemy import select
 
@@ -31,6 +25,7 @@ from testbed.db.engine import open_database
 from testbed.db.models import Command, Run
 from testbed.server.envapi.app import create_app
 from testbed.server.envapi.backend import open_runner_manager
+from tests.unit.envapi_lab import serve
 
 from .conftest import ROOT, assert_clean
 
@@ -41,25 +36,6 @@ SOLVE = (ROOT / "tasks" / TASK / "solution" / "solve.sh").read_text()
 DIAGNOSE = "systemctl status nginx --no-pager; ss -Hltnp 'sport = :80'"
 
 
-@contextmanager
-def served(app: Any) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.1)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=600)
-
-
 def agent_commands(db: Any, run_id: str) -> list[str]:
     with db() as s:
         return list(s.scalars(select(Command.command).where(Command.run_id == run_id, Command.source == "agent")))
@@ -68,7 +44,10 @@ def agent_commands(db: Any, run_id: str) -> list[str]:
 def test_openenv_client_on_real_guest(vm_home: Path, tmp_path: Path) -> None:
     db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
     app = create_app(open_runner_manager(db, ROOT, max_episodes=1, step_timeout_s=120), None)
-    with served(app) as url, GenericEnvClient(base_url=url, message_timeout_s=1500).sync() as env:
+    with (
+        serve(app, startup_s=60, stop_s=600) as url,
+        GenericEnvClient(base_url=url, message_timeout_s=1500).sync() as env,
+    ):
         first = env.reset(task=TASK, seed=1)
         assert first.done is False and first.observation["nodes"] == ["node"]
         run_id = first.observation["metadata"]["run_id"]
@@ -91,7 +70,7 @@ def test_envclient_and_trl_adapter_on_real_guest(vm_home: Path, tmp_path: Path) 
     db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
     token = "vm-client-token"
     app = create_app(open_runner_manager(db, ROOT, max_episodes=1, step_timeout_s=120), token)
-    with served(app) as url:
+    with serve(app, startup_s=60, stop_s=600) as url:
         with EnvClient(url, token) as env:
             assert TASK in [t["id"] for t in env.tasks("train")]
         Env = environment_factory(url, token, agent="vm-trl")

@@ -9,7 +9,6 @@ exercised end to end, with every episode recorded as a run in SQLite.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +18,7 @@ from sqlalchemy import select
 
 from testbed.db.models import Command, Run
 from testbed.server.envapi.actions import ActionSpace, is_diagnostic, validate_value
-from tests.unit.envapi_lab import AUTH, FAIL_SETUP, LABS, fake_root, make_client
-
-
-@pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return fake_root(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def client(root: Path, tmp_path: Path) -> Iterator[tuple[TestClient, Any]]:
-    client, db = make_client(root, tmp_path)
-    with client:
-        yield client, db
+from tests.unit.envapi_lab import AUTH, FAIL_SETUP, LABS, make_client
 
 
 def test_auth_health_schema(client: tuple[TestClient, Any]) -> None:
