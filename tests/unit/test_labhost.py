@@ -53,15 +53,8 @@ def _stored(tmp_path: Path) -> StoredImage:
     disk = (staging / "disk.qcow2").read_bytes()
     store.commit(
         staging,
-        ImageManifest(
-            "debian-12",
-            "k" * 16,
-            "test",
-            hashlib.sha256(disk).hexdigest(),
-            len(disk),
-            kernel="vmlinuz",
-            initrd="initrd.img",
-        ),
+        ImageManifest("debian-12", "k" * 16, "test", hashlib.sha256(disk).hexdigest(), len(disk),
+                      kernel="vmlinuz", initrd="initrd.img"),
     )
     stored = store.get("debian-12")
     assert stored is not None

@@ -26,7 +26,6 @@ from testbed.runner.verify import CheckResult, judge, outcome_of
 
 class FakeNode:
     """Stands in for LabNode: runs nothing, answers from a script, records what it got."""
-
     access = "ssh"
     hypervisor = None
 

@@ -40,13 +40,8 @@ def _setup(
     job_id, _ = store.create_job("t", "fake", [NewRun(t, "debian-12", 1) for t in tasks])
     executor = FakeExecutor(behaviour, on_start=store.mark_started)
     coordinator = Coordinator(
-        job_id,
-        store,
-        executor,
-        hosts or make_hosts(2, 6),
-        FakeCatalog(demands or {}, timeouts or {}),
-        owner=owner,
-        config=CoordinatorConfig(poll_s=30, heartbeat_s=10, lease_ttl_s=60),
+        job_id, store, executor, hosts or make_hosts(2, 6), FakeCatalog(demands or {}, timeouts or {}),
+        owner=owner, config=CoordinatorConfig(poll_s=30, heartbeat_s=10, lease_ttl_s=60),
     )
     return store, job_id, executor, coordinator
 
@@ -74,9 +69,8 @@ def test_random_workload_respects_every_budget_and_ends_each_run_once() -> None:
         return FakeRun(r.uniform(20, 60), r.uniform(10, 400), r.uniform(1, 30), outcome)
 
     async def main(loop: VirtualClockLoop) -> tuple[JobSummary, MemoryRunStore, str, FakeExecutor]:
-        store, job_id, ex, coord = _setup(
-            loop, tasks, behaviour, hosts=hosts, demands=demands, retry=RetryPolicy(limit=1, backoff_s=5)
-        )
+        store, job_id, ex, coord = _setup(loop, tasks, behaviour, hosts=hosts, demands=demands,
+                                          retry=RetryPolicy(limit=1, backoff_s=5))
         return await coord.run(), store, job_id, ex
 
     summary, store, job_id, ex = run_simulated(main)
@@ -97,9 +91,8 @@ def test_largest_runs_start_first_and_small_ones_fill_the_gaps() -> None:
     tasks = ["small"] * 6 + ["big"] * 3
 
     async def main(loop: VirtualClockLoop) -> tuple[FakeExecutor, MemoryRunStore, str]:
-        store, job_id, ex, coord = _setup(
-            loop, tasks, lambda r: FakeRun(10, 100, 0), demands=demands, hosts=make_hosts(1, 6)
-        )
+        store, job_id, ex, coord = _setup(loop, tasks, lambda r: FakeRun(10, 100, 0), demands=demands,
+                                          hosts=make_hosts(1, 6))
         await coord.run()
         return ex, store, job_id
 
@@ -112,10 +105,8 @@ def test_largest_runs_start_first_and_small_ones_fill_the_gaps() -> None:
 
 
 def test_placement_spreads_over_hosts_and_respects_memory() -> None:
-    hosts = [
-        HostSlot("a", "u", Budget(4, memory_mb=1000), BootGate(1)),
-        HostSlot("b", "u", Budget(4, memory_mb=4000), BootGate(1)),
-    ]
+    hosts = [HostSlot("a", "u", Budget(4, memory_mb=1000), BootGate(1)),
+             HostSlot("b", "u", Budget(4, memory_mb=4000), BootGate(1))]
     assert place(Demand(1, 1, 600), hosts) is hosts[0]
     hosts[0].take("r1", Demand(1, 1, 600))
     assert place(Demand(1, 1, 600), hosts) is hosts[1]
@@ -158,9 +149,8 @@ def test_harness_errors_are_retried_with_backoff_up_to_the_limit() -> None:
         return FakeRun(5, 5, 0, "failed")
 
     async def main(loop: VirtualClockLoop) -> tuple[JobSummary, MemoryRunStore, str, FakeExecutor]:
-        store, job_id, ex, coord = _setup(
-            loop, ["flaky", "broken", "agentfail"], behaviour, retry=RetryPolicy(limit=2, backoff_s=100, factor=3)
-        )
+        store, job_id, ex, coord = _setup(loop, ["flaky", "broken", "agentfail"], behaviour,
+                                          retry=RetryPolicy(limit=2, backoff_s=100, factor=3))
         return await coord.run(), store, job_id, ex
 
     summary, store, job_id, ex = run_simulated(main)
@@ -189,9 +179,8 @@ def test_watchdog_and_executor_faults_are_harness_errors() -> None:
         return FakeRun(5, 5, 0, "passed")
 
     async def main(loop: VirtualClockLoop) -> tuple[JobSummary, MemoryRunStore, str]:
-        store, job_id, _ex, coord = _setup(
-            loop, ["hang", "crash"], behaviour, timeouts={"hang": 600}, retry=RetryPolicy(limit=1, backoff_s=1)
-        )
+        store, job_id, _ex, coord = _setup(loop, ["hang", "crash"], behaviour, timeouts={"hang": 600},
+                                           retry=RetryPolicy(limit=1, backoff_s=1))
         return await coord.run(), store, job_id
 
     summary, store, job_id = run_simulated(main)
@@ -205,9 +194,8 @@ def test_watchdog_and_executor_faults_are_harness_errors() -> None:
 
 def test_stop_tears_down_running_runs_and_leaves_the_rest_for_resume() -> None:
     async def main(loop: VirtualClockLoop) -> None:
-        store, job_id, ex, coord = _setup(
-            loop, [f"t{i}" for i in range(10)], lambda r: FakeRun(10, 500, 5), hosts=make_hosts(1, 4)
-        )
+        store, job_id, ex, coord = _setup(loop, [f"t{i}" for i in range(10)], lambda r: FakeRun(10, 500, 5),
+                                          hosts=make_hosts(1, 4))
         task = asyncio.create_task(coord.run())
         await asyncio.sleep(100)
         coord.stop()
@@ -261,9 +249,8 @@ def test_second_stop_aborts_at_once() -> None:
 
 def test_cancelled_job_stops_running_runs_at_heartbeat_and_replaces_nothing() -> None:
     async def main(loop: VirtualClockLoop) -> None:
-        store, job_id, ex, coord = _setup(
-            loop, [f"t{i}" for i in range(6)], lambda r: FakeRun(10, 500, 5), hosts=make_hosts(1, 2)
-        )
+        store, job_id, ex, coord = _setup(loop, [f"t{i}" for i in range(6)], lambda r: FakeRun(10, 500, 5),
+                                          hosts=make_hosts(1, 2))
         task = asyncio.create_task(coord.run())
         await asyncio.sleep(60)
         assert store.cancel_job(job_id) == 4  # the pending ones
@@ -287,15 +274,8 @@ def test_runs_of_a_dead_coordinator_are_recovered_without_running_twice() -> Non
         # a live peer holds the fourth (its lease is valid; its process is not on this host)
         assert store.claim(job_id, [ids[3]], "elsewhere:1:1:live", ttl_s=100) == {ids[3]}
         ex = FakeExecutor(lambda r: FakeRun(5, 20, 5), on_start=store.mark_started)
-        coord = Coordinator(
-            job_id,
-            store,
-            ex,
-            make_hosts(1, 4),
-            FakeCatalog(),
-            owner="c",
-            config=CoordinatorConfig(poll_s=30, heartbeat_s=10),
-        )
+        coord = Coordinator(job_id, store, ex, make_hosts(1, 4), FakeCatalog(), owner="c",
+                            config=CoordinatorConfig(poll_s=30, heartbeat_s=10))
         summary = await coord.run()
         runs = store.jobs[job_id].runs
         assert runs[ids[0]].outcome == runs[ids[1]].outcome == "error"  # lost: finished, never re-run
@@ -322,18 +302,9 @@ def test_two_coordinators_in_one_loop_share_a_job() -> None:
             return FakeRun(r.uniform(1, 10), r.uniform(10, 100), 1, "error" if r.random() < 0.2 else "passed")
 
         exs = [FakeExecutor(behaviour, on_start=store.mark_started) for _ in range(2)]
-        coords = [
-            Coordinator(
-                job_id,
-                store,
-                ex,
-                make_hosts(1, 3),
-                FakeCatalog(),
-                owner=f"c{i}",
-                config=CoordinatorConfig(poll_s=5, heartbeat_s=5),
-            )
-            for i, ex in enumerate(exs)
-        ]
+        coords = [Coordinator(job_id, store, ex, make_hosts(1, 3), FakeCatalog(), owner=f"c{i}",
+                              config=CoordinatorConfig(poll_s=5, heartbeat_s=5))
+                  for i, ex in enumerate(exs)]
         a, b = await asyncio.gather(*(c.run() for c in coords))
         assert a.complete and b.complete and a.started and b.started
         assert not set(exs[0].stats.executions) & set(exs[1].stats.executions)

@@ -51,9 +51,8 @@ def _image(tmp_path: Path, content: bytes = b"qcow2-bytes" * 1000) -> ImageStore
     store = ImageStore(tmp_path / "images")
     staging = store.staging_dir("debian-12", "k" * 16)
     (staging / "disk.qcow2").write_bytes(content)
-    store.commit(
-        staging, ImageManifest("debian-12", "k" * 16, "test", hashlib.sha256(content).hexdigest(), len(content))
-    )
+    store.commit(staging, ImageManifest("debian-12", "k" * 16, "test", hashlib.sha256(content).hexdigest(),
+                                        len(content)))
     return store
 
 

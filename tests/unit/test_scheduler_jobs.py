@@ -38,13 +38,8 @@ def test_shipped_jobs_load_and_expand() -> None:
 
 def test_matrix_is_restricted_to_supported_variants_and_categories() -> None:
     images = set(image_catalog())
-    spec = JobSpec(
-        name="m",
-        tasks=["tasks/*-*"],
-        images=["debian-12", "alpine-3.20"],
-        attempts=2,
-        categories=["services", "storage"],
-    )
+    spec = JobSpec(name="m", tasks=["tasks/*-*"], images=["debian-12", "alpine-3.20"], attempts=2,
+                   categories=["services", "storage"])
     cells, tasks = expand_matrix(spec, ROOT, images=images)
     assert all(t.definition.category in ("services", "storage") for t in tasks.values())
     assert {c.image for c in cells} == {"debian-12"}  # no starter task supports alpine
@@ -60,19 +55,14 @@ def test_matrix_is_restricted_to_supported_variants_and_categories() -> None:
         ({"name": "x", "hosts": [{"name": "a"}, {"name": "a"}]}, None, "duplicate host name"),
         ({"name": "x", "hosts": [{"name": "Bad Name"}]}, "hosts[Bad Name].name", "lowercase"),
         ({"name": "x", "retry": {"limit": -1}}, "retry.limit", "greater than or equal to 0"),
-        (
-            {"name": "x", "hosts": [{"name": "far", "uri": "qemu+ssh://root@lab2/system"}]},
-            "hosts[far]",
-            "needs image_cache",
-        ),
-        (
-            {"name": "x", "hosts": [{"name": "far", "uri": "qemu+ssh://lab2/system", "image_cache": "images"}]},
-            "hosts[far]",
-            "absolute path",
-        ),
+        ({"name": "x", "hosts": [{"name": "far", "uri": "qemu+ssh://root@lab2/system"}]}, "hosts[far]",
+         "needs image_cache"),
+        ({"name": "x", "hosts": [{"name": "far", "uri": "qemu+ssh://lab2/system", "image_cache": "images"}]},
+         "hosts[far]", "absolute path"),
     ],
 )
-def test_bad_job_files_name_file_field_and_problem(tmp_path: Path, data: dict, field: str | None, problem: str) -> None:
+def test_bad_job_files_name_file_field_and_problem(tmp_path: Path, data: dict, field: str | None,
+                                                   problem: str) -> None:
     import yaml
 
     path = tmp_path / "job.yaml"
@@ -113,12 +103,8 @@ def test_prepare_create_resume_and_jobs_commands(testbed_home: Path) -> None:
     url = f"sqlite:///{testbed_home / 'runs.db'}"
     db = open_database(url)
     with pytest.raises(InputError, match="no host's budget admits it"):
-        prepare(
-            JobSpec(name="x", tasks=["firewall-persist"], hosts=[{"name": "tiny", "vm_slots": 1}]),
-            ROOT,
-            images,
-            settings,
-        )
+        prepare(JobSpec(name="x", tasks=["firewall-persist"], hosts=[{"name": "tiny", "vm_slots": 1}]), ROOT,
+                images, settings)
     prepared = prepare(load_job(ROOT / "jobs" / "smoke.yaml"), ROOT, images, settings)
     job_id = create(db, prepared)
     with db() as s:

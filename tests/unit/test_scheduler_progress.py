@@ -29,14 +29,8 @@ def _run(view: LiveView | None, lines: LineView | None) -> JobSummary:
         store = MemoryRunStore(RetryPolicy(limit=1, backoff_s=5), clock=loop.wall_clock)
         job_id, _ = store.create_job("t", "fake", [NewRun(t, "debian-12", 1) for t in ["ok"] * 5 + ["bad"]])
         coordinator = Coordinator(
-            job_id,
-            store,
-            FakeExecutor(_outcome, on_start=store.mark_started),
-            make_hosts(2, 2),
-            FakeCatalog(),
-            owner="c",
-            config=CoordinatorConfig(poll_s=30, heartbeat_s=10, lease_ttl_s=60),
-            view=view,
+            job_id, store, FakeExecutor(_outcome, on_start=store.mark_started), make_hosts(2, 2), FakeCatalog(),
+            owner="c", config=CoordinatorConfig(poll_s=30, heartbeat_s=10, lease_ttl_s=60), view=view,
             on_event=(view or lines).event if (view or lines) else None,
         )
         return await coordinator.run()
@@ -55,7 +49,7 @@ def test_live_view_shows_phases_outcomes_and_slots() -> None:
         assert heading in text, heading
     assert "\x1b[" in buffer.getvalue()  # drawn in place with terminal control codes
     # the last panel drawn: every run done, 5 passed, 1 failed, no slot in use on either host
-    last = text[text.rindex("queued") :]
+    last = text[text.rindex("queued"):]
     assert re.search(r"0\s+0\s+0\s+0\s+6", last), last
     assert re.search(r"passed 5\s+failed 1\s+error 0", last), last
     assert re.search(r"sim0\s+0/2", last) and re.search(r"sim1\s+0/2", last), last

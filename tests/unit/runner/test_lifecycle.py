@@ -60,7 +60,6 @@ expect_output = "^active$"
 class FakeNode:
     access = "ssh"
     hypervisor = None
-
     def __init__(self, name: str, lab: FakeLab) -> None:
         self.name = name
         self.lab = lab
@@ -69,12 +68,7 @@ class FakeNode:
         self.console_log = Path("/nonexistent")
 
     async def exec(
-        self,
-        command: str,
-        *,
-        timeout: float | None = 120.0,
-        max_output: int = 65536,
-        stdin: bytes | None = None,
+        self, command: str, *, timeout: float | None = 120.0, max_output: int = 65536, stdin: bytes | None = None,
         idle_timeout: float | None = None,
     ) -> ExecResult:
         self.lab.log.append(command)
