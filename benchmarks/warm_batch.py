@@ -1,4 +1,4 @@
-"""Warm starts for batch runs: a job of one task × N attempts, makespan warm vs cold.
+"""Warm starts for batch runs: a job of one task x N attempts, makespan warm vs cold.
 
 Run through the namespace wrapper:
     scripts/netns-run .venv/bin/python benchmarks/warm_batch.py [ATTEMPTS] [TASK] [AGENT]

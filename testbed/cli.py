@@ -20,6 +20,7 @@ from testbed.errors import HarnessError, InputError
 from testbed.export.cli import export_command
 from testbed.hypervisor.cli import lab_app, reap_command
 from testbed.images.cli import app as image_app
+from testbed.importers.cli import import_app
 from testbed.render.terminal import error_line
 from testbed.report.cli import report_command
 from testbed.runner.cli import run_command, task_app
@@ -49,6 +50,7 @@ app.add_typer(jobs_app, name="jobs")
 app.command("export")(export_command)
 app.command("report")(report_command)
 app.command("redact")(redact_command)
+app.add_typer(import_app, name="import")
 
 EXIT_INPUT = 2
 EXIT_HARNESS = 3

@@ -29,7 +29,7 @@ SECRET_MYSQL = "s3cr3tPass42"
 SECRET_BEARER = "abcdef1234567890abcdefXYZ"
 T0 = datetime(2024, 5, 6, 10, 0, tzinfo=UTC)
 MODELS: dict[str, Any] = {"runs": Run, "nodes": Node, "commands": Command, "snapshots": Snapshot, "checks": Check,
-                          "findings": Finding, "model_turns": ModelTurn}  # fmt: skip
+                          "findings": Finding, "model_turns": ModelTurn, "trajectories": Run}  # fmt: skip
 
 
 def _tool_call(call_id: str, command: str) -> dict[str, Any]:
@@ -152,7 +152,7 @@ def _duck(sql: str) -> list[tuple[object, ...]]:
 
 def _count(db: sessionmaker[Session], table: str, run_ids: list[str] | None = None) -> int:
     model = MODELS[table]
-    column = model.id if table == "runs" else model.run_id
+    column = model.id if table in ("runs", "trajectories") else model.run_id
     stmt = select(func.count()).select_from(model)
     if run_ids is not None:
         stmt = stmt.where(column.in_(run_ids))

@@ -15,6 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -24,6 +25,7 @@ from testbed.model.task import Task, load_task
 from testbed.runner.request import RunRequest, RunResult
 from testbed.runner.warm import WarmStarts, cell_key
 from testbed.runtime import Runtime, runtime
+from testbed.server.envapi.catalog import task_catalog
 from testbed.server.envapi.episodes import EpisodeManager, ExternalAgent, NotFoundError
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,9 @@ class RunnerBackend:
 
     def database(self) -> sessionmaker[Session]:
         return self.db
+
+    def list_tasks(self, split: str | None) -> dict[str, Any]:
+        return task_catalog(self.root, lambda task_id: self.load_task(task_id, None), split)
 
 
 def open_runner_manager(

@@ -2,8 +2,11 @@
 
 Contracts:
 
-- A bearer token is always required: `--token`, else env `TESTBED_ENV_TOKEN`, else a random
-  one is generated and printed once to stderr. (`/health` alone is open.)
+- A token is required: `--token`, else env `TESTBED_ENV_TOKEN`, else a random one is
+  generated and printed once to stderr. Clients send it as `Authorization: Bearer TOKEN`
+  or, when they cannot set headers, as `?token=TOKEN` in the URL. (`/health` alone is
+  open.) `--no-token` serves without one, for clients that send none (the stock OpenEnv
+  client), and only on a loopback address: with any other `--host` it exits with status 2.
 - Binds 127.0.0.1:8090 by default. The run database (`--db`, else `TESTBED_DB`, else the
   SQLite file under `TESTBED_HOME`) is migrated to head before serving.
 - Limits: `--max-episodes` concurrent episodes (default 4), `--idle-timeout` seconds
@@ -18,6 +21,7 @@ Contracts:
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 import sys
 from typing import Annotated
@@ -47,11 +51,15 @@ def serve_command(
         bool, typer.Option("--fast-reset/--no-fast-reset", help="Start episodes from saved post-setup states.")
     ] = True,
     fresh_states: Annotated[bool, typer.Option("--fresh-states", help="Remove every saved state first.")] = False,
+    no_token: Annotated[
+        bool, typer.Option("--no-token", help="Serve without a token (loopback addresses only).")
+    ] = False,
 ) -> None:
     """Serve the environment API: episodes (reset/step/state) on real VMs, each recorded as a run."""
     try:
         if max_episodes < 1 or idle_timeout <= 0 or step_timeout <= 0:
             raise InputError(None, "--max-episodes/--idle-timeout/--step-timeout", "must be positive")
+        check_token_options(host, token, no_token)
         from testbed.config import project_root
         from testbed.db.engine import open_database
         from testbed.server.envapi.app import create_app
@@ -70,16 +78,39 @@ def serve_command(
     except InputError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
-    if not token:
+    if not token and not no_token:
         token = secrets.token_urlsafe(24)
         print(f"generated token: {token}", file=sys.stderr)
-    app = create_app(opener, token, default_task=task)
+    app = create_app(opener, None if no_token else token, default_task=task)
 
     import uvicorn
 
+    from testbed.server.envapi.guard import MAX_BODY
+
     shown = f"[{host}]" if ":" in host else host
-    print(f"testbed environment API on http://{shown}:{port}/ (bearer token required)", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    needs = "no token (loopback only)" if no_token else "token required"
+    print(f"testbed environment API on http://{shown}:{port}/ ({needs})", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, ws_max_size=MAX_BODY)
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and the loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_token_options(host: str, token: str | None, no_token: bool) -> None:
+    """`InputError` when `--no-token` is asked for off loopback, or together with a token."""
+    if not no_token:
+        return
+    if token:
+        raise InputError(None, "--no-token", "conflicts with --token / TESTBED_ENV_TOKEN")
+    if not is_loopback(host):
+        raise InputError(None, "--no-token", f"only on a loopback address (127.0.0.1, ::1, localhost), not {host!r}")
 
 
 state_app = typer.Typer(help="Saved post-setup states of tasks (fast reset of `testbed serve`).", no_args_is_help=True)

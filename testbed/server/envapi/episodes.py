@@ -164,6 +164,10 @@ class EpisodeBackend(Protocol):
         """The run database."""
         ...
 
+    def list_tasks(self, split: str | None) -> dict[str, Any]:
+        """The task list of `GET /tasks` (`testbed.server.envapi.catalog.task_catalog`)."""
+        ...
+
 
 @dataclass
 class StepOutcome:
