@@ -23,7 +23,7 @@ import logging
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.hypervisor.savedstate import SlotStore, state_key
+from testbed.hypervisor.slots import SlotStore, state_key
 from testbed.images.store import ImageStore
 from testbed.model.task import Task
 from testbed.runner.events import Listener

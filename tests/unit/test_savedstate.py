@@ -12,7 +12,8 @@ import pytest
 from testbed.config import Settings
 from testbed.hypervisor.leases import LeaseStore
 from testbed.hypervisor.owner import Owner
-from testbed.hypervisor.savedstate import SlotMeta, SlotNode, SlotStore, _replace_metadata, state_key
+from testbed.hypervisor.savedstate import replace_metadata
+from testbed.hypervisor.slots import SlotMeta, SlotNode, SlotStore, state_key
 from testbed.images.store import ImageManifest, StoredImage
 from testbed.model.task import Task, load_task
 from testbed.runtime import image_catalog
@@ -154,12 +155,12 @@ def test_slot_lock_is_exclusive(tmp_path: Path) -> None:
         assert again
 
 
-def test_replace_metadata() -> None:
+def testreplace_metadata() -> None:
     xml = "<domain><name>x</name><metadata>\n  <tb:lab xmlns:tb='u' owner='1'/>\n</metadata><devices/></domain>"
-    out = _replace_metadata(xml, "<tb:lab xmlns:tb='u' owner='2'/>")
+    out = replace_metadata(xml, "<tb:lab xmlns:tb='u' owner='2'/>")
     assert "owner='2'" in out and "owner='1'" not in out and out.endswith("<devices/></domain>")
     with pytest.raises(Exception, match="metadata"):
-        _replace_metadata("<domain/>", "<x/>")
+        replace_metadata("<domain/>", "<x/>")
 
 
 def test_journal_rows_copy_into_another_run(tmp_path: Path) -> None:

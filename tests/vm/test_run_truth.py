@@ -23,7 +23,7 @@ from testbed.agents.base import Action, Agent, AgentContext, Observation
 from testbed.analysis import SafetyPolicy
 from testbed.db.engine import open_database
 from testbed.db.models import Artifact, Check, Command, Run
-from testbed.hypervisor.savedstate import SlotStore
+from testbed.hypervisor.slots import SlotStore
 from testbed.model.task import Task, load_task
 from testbed.runner.fastreset import SavedStateUse
 from testbed.runner.recording import CANCELLED

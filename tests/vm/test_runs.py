@@ -16,7 +16,7 @@ from testbed.agents.base import Agent
 from testbed.config import Settings
 from testbed.db.engine import open_database
 from testbed.db.models import Check, Command, Finding, Node, Phase, Run, Snapshot
-from testbed.hypervisor.savedstate import SlotStore
+from testbed.hypervisor.slots import SlotStore
 from testbed.model.task import discover_tasks, load_task
 from testbed.runner.request import RunRequest
 from testbed.runner.run import Runner

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.config import Settings
-from testbed.hypervisor.savedstate import SlotStore
+from testbed.hypervisor.slots import SlotStore
 from testbed.model.task import Task, load_task
 from testbed.runner.request import RunRequest, RunResult
 from testbed.runner.warm import WarmStarts, cell_key

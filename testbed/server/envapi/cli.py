@@ -120,7 +120,7 @@ state_app = typer.Typer(help="Saved post-setup states of tasks (fast reset of `t
 def state_list_command() -> None:
     """List saved states: task, key, size, the run that built it."""
     from testbed.config import Settings
-    from testbed.hypervisor.savedstate import SlotStore
+    from testbed.hypervisor.slots import SlotStore
 
     for info in SlotStore(Settings.from_env()).list():
         built = f"run {info.meta.built_by_run} at {info.meta.created_at}" if info.meta else "unreadable"
@@ -133,7 +133,7 @@ def state_rm_command(
 ) -> None:
     """Remove saved states and release their leases (waits for episodes restored from them)."""
     from testbed.config import Settings
-    from testbed.hypervisor.savedstate import SlotStore
+    from testbed.hypervisor.slots import SlotStore
 
     for removed in SlotStore(Settings.from_env()).remove(task):
         print(f"removed {removed}")
