@@ -136,6 +136,7 @@ def test_runs_compare(url: str) -> None:
     assert "passed" in result.output and "failed" in result.output and "systemctl restart nginx" in result.output
     data = json.loads(runner.invoke(runs_app, ["compare", a, b, "--db", url, "--json"]).output)
     assert (data["a"]["run"]["id"], data["b"]["run"]["agent"]) == (a, "openai:m")
-    assert [(c["requirement"], c["a"], c["b"]) for c in data["checks"]][0] == ("R1", "passed", "failed")
+    first = data["checks"][0]
+    assert (first["requirement"], first["a"], first["b"]) == ("R1", "passed", "failed")
     refused = runner.invoke(runs_app, ["compare", a, dns, "--db", url])
     assert isinstance(refused.exception, InputError) and "same task" in str(refused.exception)
