@@ -16,6 +16,9 @@ Contracts:
   listed under a group heading, in the order given.
 - `range_chart(title, spans, axis)` draws min-max lines with a median dot on a duration
   axis from 0 (`duration_ticks`: steps of 1 s, 2 s, 5 s, … 1 min, 2 min, 5 min, … 1 h …).
+- `pass_rate_chart(title, scores, grouped)` is the leaderboard's interval chart of any
+  scores with `agent`, `group`, `pass_rate`, `ci_low`, `ci_high`, `passed`, `failed` (the
+  read model's `AgentScore`), under group headings when `grouped`.
 - An empty input gives a small chart that says "no data".
 """
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from markupsafe import Markup, escape
 
@@ -162,9 +166,7 @@ def _svg(title: str, f: _Frame, body: list[str]) -> Markup:
         f'<svg xmlns="http://www.w3.org/2000/svg" class="axis-chart" width="{w}" height="{h}" '
         f'viewBox="0 0 {w} {h}" role="img" font-family="sans-serif" font-size="12">'
         f"<title>{escape(title)}</title>"
-        f'<text x="{PAD}" y="18" font-weight="600" font-size="13">{escape(title)}</text>'
-        + "".join(body)
-        + "</svg>"
+        f'<text x="{PAD}" y="18" font-weight="600" font-size="13">{escape(title)}</text>' + "".join(body) + "</svg>"
     )
 
 
@@ -276,3 +278,36 @@ def range_chart(title: str, spans: Sequence[Span], axis: str) -> Markup:
             _value_text(f, i, s.text),
         ]
     return _svg(title, f, body)
+
+
+PASS_RATE_AXIS = "pass rate, dot; Wilson 95 % interval, whiskers"
+
+
+class Scored(Protocol):
+    """An agent's pass rate with its interval (the leaderboard's rows)."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def pass_rate(self) -> float | None: ...
+    @property
+    def ci_low(self) -> float | None: ...
+    @property
+    def ci_high(self) -> float | None: ...
+    @property
+    def passed(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+
+
+def pass_rate_chart(title: str, scores: Sequence[Scored], grouped: bool = False) -> Markup:
+    """The interval chart of `scores` (see the module contract)."""
+    points = [
+        Point(s.agent, s.pass_rate, s.ci_low, s.ci_high,
+              f"{percent(s.pass_rate, 1)} [{percent(s.ci_low, 1)}, {percent(s.ci_high, 1)}] of {s.passed + s.failed}"
+              if s.pass_rate is not None else "no decided run", group=s.group if grouped else "")
+        for s in scores
+    ]  # fmt: skip
+    return interval_chart(title, points, PASS_RATE_AXIS)
