@@ -34,10 +34,11 @@ from sqlalchemy.engine import make_url
 from testbed.db.engine import database_url
 from testbed.db.migrate import current_revision, head_revision, upgrade
 from testbed.db.read import RunDetail, RunFilter, RunSummary, list_runs, open_read_only, resolve_job_id, run_detail
+from testbed.db.read.compare import compare_runs
 from testbed.db.read.filters import OUTCOME_FILTERS
 from testbed.db.read.findings import FindingInfo, load_findings
 from testbed.db.read.trajectory import trajectory
-from testbed.db.stream_cli import compare_command, print_trajectory
+from testbed.db.stream_cli import comparison_table, print_trajectory
 from testbed.render.format import duration, first_line, timestamp
 from testbed.render.terminal import cell, console, json_text, shown_id
 
@@ -272,4 +273,20 @@ def findings_command(
 
 
 runs_app.command("findings")(findings_command)
-runs_app.command("compare")(compare_command)
+
+
+@runs_app.command("compare")
+def compare_command(
+    a: RunIdArgument,
+    b: Annotated[str, typer.Argument(help="A second run of the same task: id or a unique prefix.")],
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Two runs of the same task side by side: outcome, checks, time, tokens, cost, streams."""
+    sessions = open_read_only(db)
+    with sessions() as session:
+        comparison = compare_runs(session, a, b)
+    if as_json:
+        typer.echo(json_text(comparison.to_dict()))
+        return
+    console(wide=220).print(comparison_table(comparison))

@@ -1,5 +1,5 @@
 """A run's trajectory and two runs side by side on a terminal: the stream section of
-`testbed runs show` and the command `testbed runs compare A B [--json]`.
+`testbed runs show` and the table of `testbed runs compare A B` (`testbed.db.cli`).
 
 The stream is built once by `testbed.db.read.trajectory`; this module only draws it. Every
 stored text goes through `testbed.render.terminal.cell` (no markup, no control sequence).
@@ -9,18 +9,14 @@ In the stream a command's output shows its first `OUTPUT_LINES` lines (the rest 
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from testbed.db.read import open_read_only
-from testbed.db.read.compare import Comparison, compare_runs
+from testbed.db.read.compare import Comparison
 from testbed.db.read.trajectory import CommandStep, Trajectory, TurnStep
 from testbed.render.format import count, duration, usd
-from testbed.render.terminal import cell, console, json_text
+from testbed.render.terminal import cell, console
 
 OUTPUT_LINES = 8
 """Lines of a command's stdout (and of its stderr) shown in the terminal stream."""
@@ -151,22 +147,3 @@ def comparison_table(c: Comparison) -> Table:
     right: RenderableType = Group(*stream_lines(c.b)[1:])
     table.add_row("stream", left, right)
     return table
-
-
-def compare_command(
-    a: Annotated[str, typer.Argument(help="First run: id or a unique prefix (at least 4 characters).")],
-    b: Annotated[str, typer.Argument(help="Second run of the same task.")],
-    db: Annotated[
-        str | None,
-        typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME)."),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-) -> None:
-    """Two runs of the same task side by side: outcome, checks, time, tokens, cost, streams."""
-    sessions = open_read_only(db)
-    with sessions() as session:
-        comparison = compare_runs(session, a, b)
-    if as_json:
-        typer.echo(json_text(comparison.to_dict()))
-        return
-    console(wide=220).print(comparison_table(comparison))

@@ -21,10 +21,10 @@ import jinja2
 from markupsafe import Markup
 
 from testbed.db.read.figures import Figures
-from testbed.db.read.leaderboard import AgentScore
+from testbed.db.read.leaderboard import AgentScore, common_k
 from testbed.errors import InputError
 from testbed.render import palette
-from testbed.render.charts import Bar, Point, Span, bar_chart, interval_chart, range_chart
+from testbed.render.charts import Bar, Span, bar_chart, pass_rate_chart, range_chart
 from testbed.render.format import count, duration_in_units, percent, usd
 
 FORMATS: dict[str, str] = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
@@ -71,8 +71,12 @@ def charts(figures: Figures) -> dict[str, Markup]:
 def _study_charts(figures: Figures) -> dict[str, Markup]:
     r = figures.residue
     passed, failed, verdict = palette.OUTCOME["passed"], palette.OUTCOME["failed"], palette.RESIDUE_VERDICT
-    verdicts = [("with residue", r.with_residue, "yes"), ("without residue", r.without_residue, "no"),
-                ("undetermined", r.undetermined, "undetermined"), ("not analysed", r.not_analysed, "not analysed")]
+    verdicts = [
+        ("with residue", r.with_residue, "yes"),
+        ("without residue", r.without_residue, "no"),
+        ("undetermined", r.undetermined, "undetermined"),
+        ("not analysed", r.not_analysed, "not analysed"),
+    ]
     return {
         "pass_rates": bar_chart(
             "Pass rate by category",
@@ -117,25 +121,14 @@ def _study_charts(figures: Figures) -> dict[str, Markup]:
     }  # fmt: skip
 
 
-def _points(scores: list[AgentScore], grouped: bool) -> list[Point]:
-    return [
-        Point(s.agent, s.pass_rate, s.ci_low, s.ci_high,
-              f"{pct(s.pass_rate)} [{pct(s.ci_low)}, {pct(s.ci_high)}] of {s.passed + s.failed}"
-              if s.pass_rate is not None else "no decided run", group=s.group if grouped else "")
-        for s in scores
-    ]  # fmt: skip
-
-
 def _leaderboard_charts(figures: Figures) -> dict[str, Markup]:
     lb = figures.leaderboard
-    axis = "pass rate, dot; Wilson 95 % interval, whiskers"
     timed = [s for s in lb.agents if s.median_agent_s is not None]
     priced = [s for s in lb.agents if s.cost_per_solved is not None]
     return {
-        "leaderboard": interval_chart("Pass rate by agent", _points(lb.agents, False), axis),
-        "leaderboard_by_category": interval_chart("Pass rate by agent and category", _points(lb.by_category, True),
-                                                  axis),
-        "leaderboard_by_release": interval_chart("Pass rate by agent and release", _points(lb.by_release, True), axis),
+        "leaderboard": pass_rate_chart("Pass rate by agent", lb.agents),
+        "leaderboard_by_category": pass_rate_chart("Pass rate by agent and category", lb.by_category, True),
+        "leaderboard_by_release": pass_rate_chart("Pass rate by agent and release", lb.by_release, True),
         "agent_time": bar_chart(
             "Median agent time by agent",
             [Bar(s.agent, s.median_agent_s or 0.0, dur(s.median_agent_s)) for s in timed],
@@ -150,7 +143,7 @@ def _leaderboard_charts(figures: Figures) -> dict[str, Markup]:
 
 
 def _context(figures: Figures) -> dict[str, Any]:
-    k = min((s.k for s in figures.leaderboard.agents if s.k), default=0)  # the largest k every agent has
+    k = common_k(figures.leaderboard.agents)
     return {"f": figures, "lb": figures.leaderboard, "k": k,
             "generated_at": figures.generated_at.isoformat(timespec="seconds")}  # fmt: skip
 

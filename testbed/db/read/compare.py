@@ -2,8 +2,9 @@
 
 Contracts:
 
-- `compare_runs(session, a, b)` resolves both references (fields `a` and `b`) and returns
-  their trajectories (`testbed.db.read.trajectory`) with the checks paired by
+- `compare_runs(session, a, b, limit=None)` resolves both references (fields `a` and `b`)
+  and returns their trajectories (`testbed.db.read.trajectory`, at most `limit` agent
+  commands each) with the checks paired by
   (requirement, point, node): each `CheckPair` holds both statuses (None where a run has no
   such check), in the order the first run recorded them, then the second's extra ones.
 - Runs of different tasks are bad input (`InputError`, field `b`); the same run twice too.
@@ -59,12 +60,12 @@ def _pair_checks(a: Trajectory, b: Trajectory) -> list[CheckPair]:
     ]
 
 
-def compare_runs(session: Session, a: str, b: str) -> Comparison:
+def compare_runs(session: Session, a: str, b: str, *, limit: int | None = None) -> Comparison:
     """Runs `a` and `b` side by side (see the module contract)."""
     id_a, id_b = resolve_run_id(session, a, field="a"), resolve_run_id(session, b, field="b")
     if id_a == id_b:
         raise InputError(None, "b", "compare two different runs (both name run " + id_a + ")")
-    ta, tb = trajectory(session, id_a), trajectory(session, id_b)
+    ta, tb = trajectory(session, id_a, limit=limit), trajectory(session, id_b, limit=limit)
     if ta.run.task_id != tb.run.task_id:
         raise InputError(
             None, "b", f"run {id_b} is of task {tb.run.task_id!r}, run {id_a} of {ta.run.task_id!r}: "

@@ -19,6 +19,8 @@ Contracts (every rate is a fraction in [0, 1], None when its denominator is 0):
 - `tokens` / `cost_usd`: sums over the agent's scored runs' model turns (cost None when no
   turn is priced); `tokens_per_solved` / `cost_per_solved` divide them by `passed` (None
   when nothing passed, or when the agent made no model call / has no price).
+- `common_k(scores)`: the largest k every score with a pass@k has (0 when none has): the
+  pass@k column a table of several agents shows.
 - `leaderboard(session, selection)` gives `agents` (one row per agent, group `all`),
   `by_category` and `by_release` (one row per agent and group); rows sorted by group, then
   pass rate (best first, None last), then agent.
@@ -176,6 +178,11 @@ def score(agent: str, group: str, runs: list[_RunFacts]) -> AgentScore:
         tokens_per_solved=_per_solved(float(tokens), passed) if called else None,
         cost_usd=sum(priced) if priced else None, cost_per_solved=_per_solved(sum(priced) if priced else None, passed),
     )  # fmt: skip
+
+
+def common_k(scores: list[AgentScore]) -> int:
+    """The largest k every score that has one has a pass@k for (see the module contract)."""
+    return min((s.k for s in scores if s.k), default=0)
 
 
 def _sort_key(s: AgentScore) -> tuple[Any, ...]:

@@ -3,15 +3,18 @@ did, built once here and rendered by `runs show`, the dashboard's run page and i
 
 Contracts:
 
-- `trajectory(session, ref, chars=PREVIEW_CHARS)` resolves the run (`testbed.db.read.ids`)
-  and returns a `Trajectory`: the run, the task's `instruction` (the run's task record,
+- `trajectory(session, ref, chars=PREVIEW_CHARS, limit=None)` resolves the run
+  (`testbed.db.read.ids`) and returns a `Trajectory`: the run, the task's `instruction` (the run's task record,
   `config["task"]["instruction"]`, else the first user message the model was sent, else
-  None), `steps`, the run's checks, the findings no step carries (`other_findings`) and
-  `totals`.
+  None), `steps`, the run's checks, the findings not attributed to a command of the agent
+  phase (`other_findings`) and `totals`.
 - `steps` holds every model turn (`TurnStep`) and every command of the agent phase
   (`CommandStep`, either source), ordered by start time; a turn sorts before a command that
   starts at the same instant, commands by seq. Command text and outputs are cut to `chars`
   characters (`*_length` gives the full lengths; `/api/runs/{id}/commands/{seq}` the rest).
+  With `limit`, only the first `limit` commands of the agent phase are in the stream, with
+  the turns that started before the next one; `left_out` counts the commands left out
+  (the totals still count every turn and command).
 - A command of source `agent` is caused by the latest turn that started at or before it
   (`turn_seq`; None when the run has no turn before it, as with scripted agents). Within a
   turn, its i-th such command answers the turn's i-th tool call that parsed (`tool_call_id`).
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from testbed.db.models import Command, Run
@@ -122,6 +126,7 @@ class Trajectory(JsonRecord):
     checks: list[CheckInfo]
     other_findings: list[FindingRef]
     totals: TrajectoryTotals
+    left_out: int = 0
 
 
 def _ref(f: FindingInfo) -> FindingRef:
@@ -218,25 +223,50 @@ def _totals(session: Session, run: Run, turns: list[TurnInfo], commands: int) ->
     )
 
 
-def trajectory(session: Session, ref: str, *, chars: int = PREVIEW_CHARS) -> Trajectory:
+def _other_findings(session: Session, findings: list[FindingInfo]) -> list[FindingRef]:
+    """The findings not attributed to a command of the agent phase."""
+    attributed = {f.command_id for f in findings if f.command_id is not None}
+    in_stream = set(
+        session.scalars(select(Command.id).where(Command.id.in_(attributed), Command.phase == CommandPhase.AGENT))
+    ) if attributed else set()  # fmt: skip
+    return [_ref(f) for f in findings if f.command_id not in in_stream]
+
+
+def _agent_commands(session: Session, run_id: str) -> int:
+    stmt = (
+        select(func.count()).select_from(Command).where(Command.run_id == run_id, Command.phase == CommandPhase.AGENT)
+    )
+    return int(session.scalar(stmt) or 0)
+
+
+def trajectory(session: Session, ref: str, *, chars: int = PREVIEW_CHARS, limit: int | None = None) -> Trajectory:
     """The stream of the run named by `ref` (see the module contract)."""
     run = session.get(Run, resolve_run_id(session, ref))
     assert run is not None
     turns = turn_infos(session, run.id)
-    commands = previews(session, run.id, chars, Command.phase == CommandPhase.AGENT)
+    agent_phase = Command.phase == CommandPhase.AGENT
+    if limit is None:
+        commands = previews(session, run.id, chars, agent_phase)
+        total = len(commands)
+    else:
+        first = select(Command.seq).where(Command.run_id == run.id, agent_phase).order_by(Command.seq)
+        bound = session.scalar(first.offset(limit).limit(1))
+        commands = previews(session, run.id, chars, agent_phase, *([Command.seq < bound] if bound else []))
+        total = _agent_commands(session, run.id) if bound else len(commands)
     findings = run_findings(session, run.id)
     command_steps = _command_steps(commands, turns, findings)
-    turn_steps = [TurnStep("turn", t.started_at, t) for t in turns]
+    cut = command_steps[-1].at if total > len(commands) and command_steps else None
+    turn_steps = [TurnStep("turn", t.started_at, t) for t in turns if cut is None or t.started_at <= cut]
     steps: list[TurnStep | CommandStep] = sorted(
         [*turn_steps, *command_steps],
         key=lambda s: (s.at, 1, s.command.seq) if isinstance(s, CommandStep) else (s.at, 0, s.turn.seq),
     )
-    shown = {c.id for c in commands}
     return Trajectory(
         run=RunSummary.of(run),
         instruction=_instruction(session, run),
         steps=steps,
         checks=check_infos(session, run.id),
-        other_findings=[_ref(f) for f in findings if f.command_id not in shown],
-        totals=_totals(session, run, turns, len(commands)),
+        other_findings=_other_findings(session, findings),
+        totals=_totals(session, run, turns, total),
+        left_out=total - len(commands),
     )

@@ -30,6 +30,12 @@ from testbed.server.dashboard.views import Views, params
 OTHER_RUNS = 30
 """Other runs of the same task offered for comparison on a run's page."""
 
+STREAM_COMMANDS = 300
+"""Agent commands a page's stream shows (the API serves the whole stream)."""
+
+STREAM_CHARS = 2000
+"""Characters of a command's text and of each output shown in a page's stream."""
+
 
 def _required(request: Request, name: str) -> str:
     value = params(request).get(name, "").strip()
@@ -44,7 +50,7 @@ def _add_run_pages(app: FastAPI, db: Engine, views: Views) -> None:
         """One run: timeline, trajectory, nodes, checks, findings, snapshot differences, command log."""
         with Session(db) as session:
             rp = run_page(session, run_id, command_page_no=cpage)
-            stream = trajectory(session, rp.run.id)
+            stream = trajectory(session, rp.run.id, chars=STREAM_CHARS, limit=STREAM_COMMANDS)
             others = [r for r in list_runs(session, RunFilter(task=rp.run.task_id), OTHER_RUNS) if r.id != rp.run.id]
         now_s = None
         if rp.run.outcome is None and rp.phases:
@@ -68,7 +74,7 @@ def _add_run_pages(app: FastAPI, db: Engine, views: Views) -> None:
         """Two runs of the same task side by side."""
         a, b = _required(request, "a"), _required(request, "b")
         with Session(db) as session:
-            cmp = compare_runs(session, a, b)
+            cmp = compare_runs(session, a, b, limit=STREAM_COMMANDS)
         return views.render("compare.html.j2", request, c=cmp, nav="runs")
 
 

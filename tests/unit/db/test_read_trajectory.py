@@ -220,3 +220,18 @@ def test_turn_infos_and_totals(sessions: sessionmaker[Session]) -> None:
     assert set(totals) == {run_id} and scripted not in totals and only_oracle == {}
     assert (totals[run_id].turns, totals[run_id].total_tokens) == (3, 655)
     assert totals[run_id].cost_usd == pytest.approx(0.003)
+
+
+def test_limit_cuts_the_stream_not_the_totals(sessions: sessionmaker[Session]) -> None:
+    run_id, _ = _llm_run(sessions)
+    with sessions() as s:
+        cut = trajectory(s, run_id, limit=2)
+        whole = trajectory(s, run_id, limit=10)
+    assert [(x.kind, x.command.seq if isinstance(x, CommandStep) else x.turn.seq) for x in cut.steps] == [
+        ("turn", 1),
+        ("command", 2),
+        ("command", 3),
+    ]  # turn 2 started after the last command shown
+    assert (cut.left_out, cut.totals.commands, cut.totals.turns) == (2, 4, 3)
+    assert [f.summary for f in cut.other_findings] == ["left /var/tmp/x", "setup finding"]
+    assert (whole.left_out, len(whole.steps)) == (0, 7)
