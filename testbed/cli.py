@@ -16,6 +16,7 @@ from rich.table import Table
 from testbed.analysis.cli import app as analyze_app
 from testbed.analysis.redact.cli import redact_command
 from testbed.db.cli import db_app, runs_app
+from testbed.demo_cli import demo_command
 from testbed.errors import HarnessError, InputError
 from testbed.export.cli import export_command
 from testbed.hypervisor.cli import lab_app, reap_command
@@ -51,6 +52,7 @@ app.command("export")(export_command)
 app.command("report")(report_command)
 app.command("redact")(redact_command)
 app.add_typer(import_app, name="import")
+app.command("demo")(demo_command)
 
 EXIT_INPUT = 2
 EXIT_HARNESS = 3

@@ -1,13 +1,14 @@
 """Job definitions (`jobs/*.yaml`, or the same settings as `testbed launch` flags).
 
-A job is a batch of runs: a task x image-variant matrix, each cell run `attempts` times by
-one agent, spread by the scheduler over one or more lab hosts.
+A job is a batch of runs: an agent x task x image-variant (release) matrix, each cell run
+`attempts` times, spread by the scheduler over one or more lab hosts.
 
     name: starter-oracle
     tasks: ["*"]                 # task directories: ids, paths or globs under tasks/
     categories: []               # keep only tasks of these categories (empty: all)
     images: default              # default (each task's first variant) | all | [debian-12, ...]
-    agent: oracle                # oracle | noop | replay:FILE
+    agent: oracle                # one agent: oracle | noop | replay:FILE | openai:MODEL[?...] | a plug-in
+    agents: []                   # or several, compared on the same cells: [openai:model-a, openai:model-b, oracle]
     agent_settings: {}           # recorded with the job; passed to agents that take settings
     attempts: 1                  # runs per matrix cell
     limits: {agent_time_s: 600}  # overrides of every task's [limits]
@@ -29,7 +30,11 @@ one agent, spread by the scheduler over one or more lab hosts.
 
 Contracts: every problem is an `InputError(file, field, problem)`; `expand_matrix` never
 returns an empty matrix (an empty selection is an error) and lists cells in a stable order
-(task id, then image, then attempt). This module only reads files.
+(task id, then image, then agent in the order given, then attempt). `agent` and `agents`
+are exclusive (`JobSpec.agent_list` is the one the job runs); agent names are checked for
+shape here (non-empty, no duplicates) and built with `testbed.agents.scripted.make_agent`
+by `testbed.scheduler.launch.prepare`, which refuses unknown agents and plug-ins. This
+module only reads files.
 """
 
 from __future__ import annotations
@@ -48,7 +53,6 @@ from testbed.model.loading import read_yaml, validate
 from testbed.model.task import Limits, Task, load_task
 
 HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
-AGENT_RE = re.compile(r"^(oracle|noop|replay:.+)$")
 LOCAL_URI_RE = re.compile(r"^[a-z+]+:///")
 """A libvirt URI without a host part (qemu:///system, qemu:///session, test:///default)."""
 
@@ -124,6 +128,7 @@ class JobSpec(_Strict):
     categories: list[str] = []
     images: Literal["default", "all"] | list[str] = "default"
     agent: str = "oracle"
+    agents: list[str] = []
     agent_settings: dict[str, Any] = {}
     attempts: int = Field(default=1, ge=1, le=1000)
     limits: LimitsOverride = LimitsOverride()
@@ -137,9 +142,31 @@ class JobSpec(_Strict):
     @field_validator("agent")
     @classmethod
     def _agent(cls, value: str) -> str:
-        if not AGENT_RE.match(value):
-            raise ValueError(f"unknown agent '{value}' (use oracle, noop or replay:FILE)")
-        return value
+        if not value.strip():
+            raise ValueError("must name an agent (oracle, noop, replay:FILE, openai:MODEL or a plug-in)")
+        return value.strip()
+
+    @field_validator("agents")
+    @classmethod
+    def _agents(cls, values: list[str]) -> list[str]:
+        cleaned = [v.strip() for v in values]
+        for i, value in enumerate(cleaned):
+            if not value:
+                raise ValueError(f"agents[{i}] is empty")
+            if value in cleaned[:i]:
+                raise ValueError(f"agent '{value}' is listed twice")
+        return cleaned
+
+    @model_validator(mode="after")
+    def _one_agent_field(self) -> JobSpec:
+        if self.agents and "agent" in self.model_fields_set:
+            raise ValueError("give either agent (one) or agents (a list), not both")
+        return self
+
+    @property
+    def agent_list(self) -> list[str]:
+        """The agents the job runs, in order."""
+        return list(self.agents) or [self.agent]
 
     @model_validator(mode="after")
     def _unique_hosts(self) -> JobSpec:
@@ -165,6 +192,7 @@ class Cell:
     image: str
     attempt: int
     category: str
+    agent: str = "oracle"
 
 
 def load_job(path: Path) -> JobSpec:
@@ -214,8 +242,9 @@ def expand_matrix(
     images: set[str] | None = None,
     file: Path | None = None,
 ) -> tuple[list[Cell], dict[str, Task]]:
-    """The job's cells (task x supported image variant x attempt) and the loaded tasks by id
-    (loaded with their default variant; a cell's own variant is loaded by the scheduler)."""
+    """The job's cells (task x supported image variant x agent x attempt) and the loaded
+    tasks by id (loaded with their default variant; a cell's own variant is loaded by the
+    scheduler)."""
     tasks: dict[str, Task] = {}
     for directory in select_task_dirs(spec, root, file=file):
         task = load_task(directory, images=images, root=root)
@@ -241,8 +270,9 @@ def expand_matrix(
         else:
             variants = [v for v in spec.images if v in supported]
         for image in variants:
-            for attempt in range(1, spec.attempts + 1):
-                cells.append(Cell(task_id, task.directory, image, attempt, task.definition.category))
+            for agent in spec.agent_list:
+                for attempt in range(1, spec.attempts + 1):
+                    cells.append(Cell(task_id, task.directory, image, attempt, task.definition.category, agent))
     if not cells:
         raise InputError(file, "images", "no selected task supports any of the requested image variants")
     return cells, tasks

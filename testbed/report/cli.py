@@ -29,8 +29,9 @@ def report_command(
         str | None, typer.Option("--since", help="Only runs created at or after this date/time (ISO 8601, UTC).")
     ] = None,
 ) -> None:
-    """Write pass rates, command failure rates, residue, high-impact classes, completion times and
-    reboot regressions of the selected runs to a Markdown or HTML report."""
+    """Write the leaderboard (agents compared), pass rates, command failure rates, residue,
+    high-impact classes, completion times and reboot regressions of the selected runs to a
+    Markdown or HTML report."""
     format_for(out)  # reject a bad extension before touching the database
     sessions = open_read_only(db)
     with sessions() as session:

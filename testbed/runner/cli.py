@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
 from testbed.model.task import discover_tasks, load_task
-from testbed.render.terminal import cell, error_line
+from testbed.model.task_record import task_hash
+from testbed.render.terminal import cell, error_line, json_text
 from testbed.runner.events import PhaseEvent, ProvisionProgress, RunEvent, RunFinished, RunStarted
 from testbed.runner.request import RunRequest, RunResult
 from testbed.runner.warm import WarmStarts
@@ -40,14 +41,24 @@ def task_validate(paths: Annotated[list[Path], typer.Argument(help="task directo
 
 
 @task_app.command("list")
-def task_list() -> None:
+def task_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
     """Tasks under tasks/ with category, difficulty, variants and checks."""
     images = set(image_catalog())
+    tasks = [load_task(directory, images=images) for directory in discover_tasks(project_root())]
+    if as_json:
+        rows = [
+            {"id": t.id, "category": t.definition.category, "difficulty": t.definition.difficulty,
+             "images": list(t.definition.images), "nodes": [n.name for n in t.topology.nodes],
+             "checks": [c.id for c in t.definition.checks], "persist": t.definition.persistence_required,
+             "directory": str(t.directory), "hash": task_hash(t.directory)}
+            for t in tasks
+        ]  # fmt: skip
+        typer.echo(json_text(rows))
+        return
     table = Table()
     for col in ("id", "category", "difficulty", "images", "nodes", "checks", "persist"):
         table.add_column(col)
-    for directory in discover_tasks(project_root()):
-        task = load_task(directory, images=images)
+    for task in tasks:
         d = task.definition
         table.add_row(
             d.id,

@@ -1,7 +1,8 @@
 """Glue between a job definition, the run database and a coordinator (used by the CLI).
 
-- `prepare(spec, root)` expands the matrix, builds each cell's agent once (so a bad agent or
-  a task without an oracle fails as `InputError` before anything is written) and checks
+- `prepare(spec, root)` expands the matrix, builds every agent of the job once per (task,
+  image) (so a bad agent, an unknown plug-in or a task without an oracle fails as
+  `InputError` naming the job's `agent`/`agents[i]` before anything is written) and checks
   that every run fits at least one host's budget.
 - `create(db, prepared)` writes the job row and one pending run per cell x attempt in ONE
   transaction; the job's config records the spec, the project root and the task
@@ -33,6 +34,7 @@ from testbed.hypervisor.labstate import LabState
 from testbed.hypervisor.reaper import FilesFor, reap
 from testbed.model.images import ImageDef
 from testbed.model.job import Cell, HostSpec, JobSpec
+from testbed.model.task import Task
 from testbed.runtime import Runtime
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig, JobSummary, ProgressSink
 from testbed.scheduler.real import RunnerExecutor, TaskCatalog
@@ -78,9 +80,9 @@ def prepare(
     task_dirs = {task_id: task.directory for task_id, task in tasks.items()}
     catalog = TaskCatalog(task_dirs, spec, images, root=root, memory_budget_mb=settings.memory_budget_mb)
     hosts = host_slots(spec, settings)
-    for cell in {(c.task_id, c.image) for c in cells}:
+    for cell in sorted({(c.task_id, c.image) for c in cells}):
         task = catalog.task(*cell)
-        make_agent(spec.agent, task)
+        _check_agents(spec, task, file)
         demand = Demand.of_topology(task.topology, images)
         if not any(h.budget.admits(demand) for h in hosts):
             raise InputError(
@@ -91,6 +93,16 @@ def prepare(
     return PreparedJob(spec, root, cells, task_dirs, file)
 
 
+def _check_agents(spec: JobSpec, task: Task, file: Path | None) -> None:
+    """Build every agent of the job for `task` (`InputError` naming the job field if one fails)."""
+    for i, agent in enumerate(spec.agent_list):
+        try:
+            make_agent(agent, task)
+        except InputError as exc:
+            field = f"agents[{i}]" if spec.agents else "agent"
+            raise InputError(file, field, f"{agent!r}: {exc.problem}") from exc
+
+
 def create(db: sessionmaker[Session], prepared: PreparedJob) -> str:
     """Write the job and its pending runs (one transaction); return the job id."""
     config = {
@@ -99,8 +111,8 @@ def create(db: sessionmaker[Session], prepared: PreparedJob) -> str:
         "file": str(prepared.file) if prepared.file else None,
         "task_dirs": {k: str(v) for k, v in prepared.task_dirs.items()},
     }
-    runs = [NewRun(c.task_id, c.image, c.attempt, c.category) for c in prepared.cells]
-    job_id, _ = create_job_with_runs(db, prepared.spec.name, config, prepared.spec.agent, runs)
+    runs = [NewRun(c.task_id, c.image, c.attempt, c.category, c.agent) for c in prepared.cells]
+    job_id, _ = create_job_with_runs(db, prepared.spec.name, config, prepared.spec.agent_list[0], runs)
     return job_id
 
 

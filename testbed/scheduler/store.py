@@ -445,12 +445,14 @@ class NewRun:
     image: str
     attempt: int
     category: str | None = None
+    agent: str | None = None  # None: the job's agent
 
 
 def create_job_with_runs(
     db: sessionmaker[Session], name: str, config: Any, agent: str, runs: Sequence[NewRun]
 ) -> tuple[str, list[str]]:
-    """Insert the job and one pending run per entry in ONE transaction; return the ids."""
+    """Insert the job and one pending run per entry (each run's own agent, else `agent`) in
+    ONE transaction; return the ids."""
     now = utcnow()
     job = Job(id=new_id(), name=name, created_at=now, config=clean_json(config))
     rows = [
@@ -461,7 +463,7 @@ def create_job_with_runs(
             task_category=r.category,
             variant=r.image,
             image=r.image,
-            agent=agent,
+            agent=r.agent or agent,
             attempt=r.attempt,
             state="pending",
             created_at=now + timedelta(microseconds=i),

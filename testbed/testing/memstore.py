@@ -85,7 +85,7 @@ class MemoryRunStore:
         job = MemJob(new_id(), name)
         self.jobs[job.id] = job
         self._pending[job.id] = {}
-        ids = [self._add(job, r.task_id, r.image, agent, r.attempt).id for r in runs]
+        ids = [self._add(job, r.task_id, r.image, r.agent or agent, r.attempt).id for r in runs]
         return job.id, ids
 
     def _add(

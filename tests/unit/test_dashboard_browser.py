@@ -1,94 +1,30 @@
 """The dashboard in a real browser: Debian's headless Chromium driven by Playwright against
-uvicorn serving the seeded demo database on 127.0.0.1 (a background thread).
+uvicorn serving the seeded demo database on 127.0.0.1 (`tests.unit.browser`).
 
-Screenshots are saved under `artifacts/screenshots/` (git-ignored). Skipped, with the
-reason, when Chromium or the Playwright package is missing.
+Skipped, with the reason, when Chromium or the Playwright package is missing.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from testbed.db.engine import open_database
-from testbed.server.dashboard import create_app
 from testbed.testing.demo import DemoData, seed_demo
+from tests.unit import browser as support
 
-CHROMIUM = os.environ.get("TESTBED_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
-
-if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-    pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+browser, page = support.browser, support.page  # the fixtures, by name
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, DemoData]]:
-    import uvicorn
-
     path = tmp_path_factory.mktemp("dash-browser") / "testbed.db"
     url = f"sqlite:///{path}"
     demo = seed_demo(open_database(url))
-    app = create_app(url)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, name="dashboard-uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", demo
-    server.should_exit = True
-    thread.join(timeout=10)
-    app.state.engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    # The demo has an unfinished run: keep auto-refresh from reloading pages mid-test.
-    context.add_init_script("localStorage.setItem('tb-refresh', 'off')")
-    pg = context.new_page()
-    yield pg
-    context.close()
-
-
-def _shot(page: Any, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"dashboard-{name}.png"), full_page=True)
+    with support.served_dashboard(url) as base:
+        yield base, demo
 
 
 def test_overview_shows_seeded_totals(served: tuple[str, DemoData], page: Any) -> None:
@@ -102,7 +38,7 @@ def test_overview_shows_seeded_totals(served: tuple[str, DemoData], page: Any) -
     assert "7 of 8 runs" in page.inner_text("#impact-share")
     assert page.locator("#jobs tbody tr").count() == 2
     assert page.locator("#autorefresh").is_visible()  # an unfinished run is shown
-    _shot(page, "overview")
+    support.shot(page, "overview")
 
 
 def test_run_detail_shows_commands_and_findings(served: tuple[str, DemoData], page: Any) -> None:
@@ -128,7 +64,7 @@ def test_run_detail_shows_commands_and_findings(served: tuple[str, DemoData], pa
     page.wait_for_url("**/commands/1")
     assert "Setting up nginx (1.22.1-9)" in page.inner_text("main")
     page.go_back()
-    _shot(page, "run-detail")
+    support.shot(page, "run-detail")
 
 
 def test_filters_narrow_the_runs_list(served: tuple[str, DemoData], page: Any) -> None:
@@ -145,7 +81,7 @@ def test_filters_narrow_the_runs_list(served: tuple[str, DemoData], page: Any) -
     rows = page.locator("#runs tbody tr")
     assert rows.count() == 2
     assert {rows.nth(i).get_attribute("data-run") for i in range(2)} == {demo.runs["web-pass"], demo.runs["web-alpine"]}
-    _shot(page, "runs-filtered")
+    support.shot(page, "runs-filtered")
     # Sorting keeps the filters (everything is in the query string).
     page.click("#runs thead a:has-text('duration')")
     page.wait_for_url("**sort=duration**")
@@ -157,4 +93,4 @@ def test_tasks_page(served: tuple[str, DemoData], page: Any) -> None:
     page.goto(base + "/tasks")
     assert page.locator("#tasks tbody.task").count() == 3
     assert "67%" in page.inner_text("#tasks tbody.task:has-text('nginx-vhost')")
-    _shot(page, "tasks")
+    support.shot(page, "tasks")

@@ -53,7 +53,7 @@ def test_html_is_offline_and_has_charts(seeded: tuple[str, sessionmaker[Session]
     with db() as s:
         html = render_html(compute_figures(s))
     svgs = re.findall(r"<svg.*?</svg>", html, flags=re.DOTALL)
-    assert len(svgs) == 7
+    assert len(svgs) == 12  # the study's 7 and the leaderboard's 5
     for svg in svgs:
         ET.fromstring(svg)  # well-formed XML
     assert "<script" not in html.lower() and "<link" not in html.lower()
@@ -112,3 +112,29 @@ def test_report_command(seeded: tuple[str, sessionmaker[Session]], tmp_path: Pat
         result = runner.invoke(_app(), ["report", "--db", url, *args])
         assert isinstance(result.exception, InputError) and result.exception.field == field, result.output
     assert not (tmp_path / "r.pdf").exists() and not (tmp_path / "x.md").exists()
+
+
+def test_leaderboard_section_with_real_charts(tmp_path: Path) -> None:
+    from testbed.testing.demo_models import seed_models
+
+    db = open_database(f"sqlite:///{tmp_path / 'models.db'}")
+    seed_models(db)
+    with db() as s:
+        figures = compute_figures(s)
+    text = render_markdown(figures)
+    rows = [ln for ln in text.splitlines() if ln.startswith("| openai:gpt-4.1-mini |")]
+    # 6 of 7 passed, Wilson [48.7%, 97.4%]; pass@1 averages the cells; agent time, tokens and cost per solved.
+    assert rows == ["| openai:gpt-4.1-mini | 7 | 6 | 1 | 0 | 85.7% [48.7%, 97.4%] | 83.3% | 100.0% | 0.0% | 14.3% "
+                    "| 100.0% | 14.6 s | 6,309 | $0.0033 |"]  # fmt: skip
+    assert "| pass@1 | pass@2 |" in text  # k: the largest number of attempts every agent has
+    assert "| ubuntu-24.04 | openai:qwen2.5-coder-7b | 2 | 0 | 1 | 1 | 0.0% [0.0%, 79.3%] |" in text
+    html = render_html(figures)
+    charts = {m.group(1): m.group(0) for m in re.finditer(r"<svg[^>]*>\s*<title>([^<]*)</title>.*?</svg>", html,
+                                                          flags=re.DOTALL)}  # fmt: skip
+    board = charts["Pass rate by agent"]
+    ET.fromstring(board)
+    assert board.count('class="point"') == 3 and 'class="tick"' in board and "Wilson 95 % interval" in board
+    assert "openai:qwen2.5-coder-7b" in board  # whole labels, nothing clipped
+    assert ">$0.0033<" in charts["Cost per solved task by agent"]
+    assert "median duration of the agent phase" in charts["Median agent time by agent"]
+    assert "…" not in "".join(charts.values())

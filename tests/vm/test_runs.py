@@ -16,8 +16,10 @@ from testbed.agents.base import Agent
 from testbed.config import Settings
 from testbed.db.engine import open_database
 from testbed.db.models import Check, Command, Finding, Node, Phase, Run, Snapshot
+from testbed.db.read.trajectory import CommandStep, trajectory
 from testbed.hypervisor.slots import SlotStore
 from testbed.model.task import discover_tasks, load_task
+from testbed.model.task_record import task_hash
 from testbed.runner.request import RunRequest
 from testbed.runner.run import Runner
 from testbed.runner.warm import WarmStarts
@@ -67,6 +69,13 @@ def assert_recorded_in_full(db: sessionmaker[Session], run_id: str) -> Run:
             assert c.exit_code is not None or c.timed_out or c.error, c.command
         phases = [p.name for p in s.scalars(select(Phase).where(Phase.run_id == run_id).order_by(Phase.id))]
         assert phases[:3] == ["provisioning", "snapshot_before_setup", "setup"] and phases[-1] == "teardown"
+        # The run keeps its task as it was, and its trajectory holds every agent-phase command.
+        record = (run.config or {}).get("task") or {}
+        assert record.get("hash") == task_hash(ROOT / "tasks" / run.task_id) and "[[checks]]" in record["toml"]
+        stream = trajectory(s, run_id)
+        assert [x.command.seq for x in stream.steps if isinstance(x, CommandStep)] == [
+            c.seq for c in commands if c.phase == "agent"
+        ]
         s.expunge(run)
         return run
 

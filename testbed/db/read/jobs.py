@@ -6,7 +6,7 @@ Contracts:
   runs counted by state (`states`); `pending` and `running` split the unfinished ones.
 - `recent_jobs` gives the newest `limit` jobs, newest first, counted with ONE grouped query.
 - `job_detail(session, ref)` resolves the job (`testbed.db.read.ids`, field `JOB_ID`) and
-  lists every run of it (retries included) by task, variant, attempt and creation.
+  lists every run of it (retries included) by task, variant, agent, attempt and creation.
 - `final_errors(session, job_id)` counts the job's matrix cells whose LAST run (one no
   retry replaced) ended as `error`.
 - `job_choices` is (id, name) of the newest jobs, for a drop-down.
@@ -62,6 +62,7 @@ class JobRun:
     id: str
     task_id: str
     variant: str | None
+    agent: str
     attempt: int
     retry: int
     state: str
@@ -123,11 +124,13 @@ def job_detail(session: Session, ref: str) -> JobDetail:
     job = session.get(Job, resolve_job_id(session, ref, field="JOB_ID"))
     assert job is not None
     [progress] = progress_of(session, [(job.id, job.name, job.created_at, job.cancelled_at)])
-    stmt = select(Run).where(Run.job_id == job.id).order_by(Run.task_id, Run.variant, Run.attempt, Run.created_at)
+    order = (Run.task_id, Run.variant, Run.agent, Run.attempt, Run.created_at)
+    stmt = select(Run).where(Run.job_id == job.id).order_by(*order)
     runs = [
-        JobRun(r.id, r.task_id, r.variant, r.attempt, r.retry, r.state, r.outcome, r.host, r.lease_owner, r.error)
+        JobRun(r.id, r.task_id, r.variant, r.agent, r.attempt, r.retry, r.state, r.outcome, r.host, r.lease_owner,
+               r.error)
         for r in session.scalars(stmt)
-    ]
+    ]  # fmt: skip
     return JobDetail(progress, dict(job.config or {}), runs)
 
 

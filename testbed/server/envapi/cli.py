@@ -117,12 +117,22 @@ state_app = typer.Typer(help="Saved post-setup states of tasks (fast reset of `t
 
 
 @state_app.command("list")
-def state_list_command() -> None:
+def state_list_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
+) -> None:
     """List saved states: task, key, size, the run that built it."""
     from testbed.config import Settings
     from testbed.hypervisor.slots import SlotStore
+    from testbed.render.terminal import json_text
 
-    for info in SlotStore(Settings.from_env()).list():
+    infos = SlotStore(Settings.from_env()).list()
+    if as_json:
+        rows = [{"task": i.task, "key": i.key, "size_bytes": i.size_bytes,
+                 "built_by_run": i.meta.built_by_run if i.meta else None,
+                 "created_at": i.meta.created_at if i.meta else None} for i in infos]  # fmt: skip
+        typer.echo(json_text(rows))
+        return
+    for info in infos:
         built = f"run {info.meta.built_by_run} at {info.meta.created_at}" if info.meta else "unreadable"
         print(f"{info.task}\t{info.key}\t{info.size_bytes / 2**20:.0f} MiB\t{built}")
 
