@@ -243,6 +243,24 @@ class AgentPhase:
 
 
 @dataclass(frozen=True)
+class AccessCheck:
+    """After the agent, every node must still accept a NEW harness connection: an agent can
+    keep its own session alive while it breaks sshd, stops it, or isolates the guest into
+    rescue mode, and the machine is then just as unmanageable. A node whose fresh SSH
+    connection fails is diagnosed like any lost connection (`testbed.runner.lockout`)."""
+
+    async def run(self, ctx: RunContext) -> None:
+        for node in ctx.nodes.values():
+            if node.access != "ssh" or node.name in ctx.lockouts:
+                continue
+            await node.session.close()
+            try:
+                await node.session.connect()
+            except HarnessError as exc:
+                await regain_access(ctx, node, exc)
+
+
+@dataclass(frozen=True)
 class Verify:
     """Every check of the task against the machines as the agent left them."""
 

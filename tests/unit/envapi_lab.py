@@ -36,6 +36,7 @@ from testbed.runtime import image_catalog
 from testbed.server.envapi.app import create_app
 from testbed.server.envapi.backend import RunnerBackend
 from testbed.server.envapi.episodes import EpisodeManager
+from testbed.testing.nodes import FakeSession
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret"
@@ -95,6 +96,7 @@ class FakeNode:
         self.domain, self.mgmt_ip = f"fake-{name}", "10.9.0.2"
         self.fixed = False
         self.log: list[str] = []
+        self.session = FakeSession()
 
     async def exec(
         self,
