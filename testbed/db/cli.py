@@ -40,6 +40,8 @@ from testbed.db.read.filters import OUTCOME_FILTERS
 from testbed.db.read.findings import FindingInfo, load_findings
 from testbed.db.read.trajectory import trajectory
 from testbed.db.stream_cli import comparison_table, print_trajectory
+from testbed.egress.query import egress_rows
+from testbed.egress.render import egress_json, egress_table
 from testbed.errors import InputError
 from testbed.render.format import duration, first_line, timestamp
 from testbed.render.terminal import cell, console, json_text, neutralise, shown_id
@@ -141,6 +143,7 @@ def runs_show(
         detail = run_detail(session, run_id)
         stream = trajectory(session, detail.run.id)
         artifacts = artifact_infos(session, detail.run.id)
+        requests = egress_rows(session, detail.run.id)
         text = artifact_text(session, detail.run.id, f"console-{console_of}.log") if console_of else None
     if console_of is not None:
         if text is None:
@@ -149,7 +152,12 @@ def runs_show(
         typer.echo(neutralise(text))
         return
     if as_json:
-        payload = {**detail.to_dict(), "trajectory": stream.to_dict(), "artifacts": [a.to_dict() for a in artifacts]}
+        payload = {
+            **detail.to_dict(),
+            "trajectory": stream.to_dict(),
+            "artifacts": [a.to_dict() for a in artifacts],
+            "egress": egress_json(requests),
+        }
         typer.echo(json_text(payload))
         return
     out = console()
@@ -159,6 +167,9 @@ def runs_show(
         if table is not None:
             out.print(table)
     print_trajectory(stream)
+    requests_table = egress_table(requests)
+    if requests_table is not None:
+        out.print(requests_table)
     for a in artifacts:
         cut = ", tail kept" if a.truncated else ""
         how = f"testbed runs show {detail.run.id[:8]} --console {a.node}"

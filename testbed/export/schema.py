@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 """Version of the exported layout; stored in each file's schema metadata and in the card.
 2: `model_turns` table; `runs.retry`, `runs.retry_of`, `runs.not_before`.
-3: `trajectories` table (chat-format conversations)."""
+3: `trajectories` table (chat-format conversations).
+4: `egress` table (every request guests made through the egress proxy)."""
 
 TABLE_NAMES: tuple[str, ...] = (
     "runs",
@@ -36,6 +37,7 @@ TABLE_NAMES: tuple[str, ...] = (
     "checks",
     "findings",
     "model_turns",
+    "egress",
     "trajectories",
 )
 """Every exported table, in export order."""
@@ -53,6 +55,7 @@ _TABLE_DESCRIPTIONS: dict[str, str] = {
     "checks": "One verification of one task requirement at one point of a run.",
     "findings": "Residue, high-impact commands and safety violations the analysis found.",
     "model_turns": "One row per model call of an LLM agent: messages sent, the reply, tool calls, tokens, latency.",
+    "egress": "One row per request a guest made through the lab host's egress proxy (allowed, denied or DNS failure).",
     "trajectories": "One row per run: its conversation in chat format (any agent), reward, outcome; for SFT/DPO/GRPO.",
 }
 
@@ -253,6 +256,22 @@ SCHEMAS: dict[str, pa.Schema] = {
             _f("completion_tokens", pa.int64(), True, "Completion tokens (endpoint usage; null when not reported)."),
             _f("total_tokens", pa.int64(), True, "Total tokens (endpoint usage; null when not reported)."),
             _f("error", pa.string(), True, "Why the call failed, if it did."),
+            _f("redacted", STRINGS, False, _REDACTED),
+        ],
+    ),
+    "egress": _schema(
+        "egress",
+        [
+            _f("id", pa.int64(), False, "Egress row id (increases in recording order)."),
+            _f("run_id", pa.string(), False, "Run the request belongs to."),
+            _f("node", pa.string(), True, "Node whose management address made the request (null: none of the run's)."),
+            _f("at", TIMESTAMP, False, "When the proxy logged the request (UTC)."),
+            _f("method", pa.string(), False, "HTTP method (CONNECT for HTTPS tunnels)."),
+            _f("host", pa.string(), True, "Requested host name or address."),
+            _f("url", pa.string(), False, "Requested URL; host:port for CONNECT."),
+            _f("status", pa.int32(), False, "HTTP status the proxy answered (0: none)."),
+            _f("bytes", pa.int64(), False, "Bytes the proxy sent back."),
+            _f("decision", pa.string(), False, "allowed | denied | dns_failure."),
             _f("redacted", STRINGS, False, _REDACTED),
         ],
     ),

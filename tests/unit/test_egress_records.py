@@ -15,15 +15,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.db.engine import open_database
-from testbed.db.models import Egress
-from testbed.db.recorder import RunRecorder, create_run
+from testbed.db.models import Egress, Run
+from testbed.db.read import RunFilter
+from testbed.db.recorder import RunRecorder, create_job, create_run
 from testbed.db.records import EgressRecord
 from testbed.egress.accesslog import parse_line, parse_log, read_records, to_records
 from testbed.egress.analysis import downloads, repositories
-from testbed.egress.export import egress_schema, write_egress
 from testbed.egress.query import egress_rows
 from testbed.egress.render import egress_json, egress_table
-from testbed.export.redaction import Redactor
+from testbed.export import SCHEMAS, export_dataset
 from testbed.model.vocab import EgressDecision
 
 LOG = "\n".join(
@@ -133,16 +133,18 @@ def test_runs_show_section_counts_and_marks_refusals() -> None:
 
 
 def test_parquet_table_matches_its_schema_and_redacts_urls(sessions: sessionmaker[Session], tmp_path: Path) -> None:
-    run_id = create_run(sessions, task_id="t", agent="noop")
+    """The export writes the selected runs' requests as the `egress` table."""
+    run_id = create_run(sessions, task_id="t", agent="noop", job_id=create_job(sessions, "egress"))
     other = create_run(sessions, task_id="t", agent="noop")
     rows = to_records(parse_log(LOG.splitlines()), NODES)
     RunRecorder(sessions, run_id).record_egress(rows)
     RunRecorder(sessions, other).record_egress(rows[:1])
-    path = tmp_path / "egress.parquet"
-    engine = sessions.kw["bind"]
-    with engine.connect() as conn:
-        assert write_egress(conn, path, version="3", run_ids=[run_id], redactor=Redactor()) == 7
-    assert pq.read_schema(path).equals(egress_schema("3"), check_metadata=True)
+    with sessions() as session:
+        job_id = session.get(Run, run_id).job_id  # type: ignore[union-attr]
+    result = export_dataset(sessions, tmp_path / "out", selection=RunFilter(job_id=job_id), redact=True)
+    assert result.tables["egress"].rows == 7
+    path = tmp_path / "out" / "egress.parquet"
+    assert pq.read_schema(path).equals(SCHEMAS["egress"], check_metadata=True)
     table = pq.read_table(path).to_pylist()
     assert {r["run_id"] for r in table} == {run_id}
     assert [r["decision"] for r in table] == [r.decision for r in rows]

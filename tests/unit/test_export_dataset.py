@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.agents.turns import ModelTurnWriter, TurnRecord
 from testbed.db.engine import open_database
-from testbed.db.models import Check, Command, Finding, ModelTurn, Node, Run, Snapshot
+from testbed.db.models import Check, Command, Egress, Finding, ModelTurn, Node, Run, Snapshot
 from testbed.db.read import RunFilter, make_filter, parse_since
 from testbed.db.recorder import RunRecorder, create_job
 from testbed.db.records import CommandRecord
@@ -29,7 +29,8 @@ SECRET_MYSQL = "s3cr3tPass42"
 SECRET_BEARER = "abcdef1234567890abcdefXYZ"
 T0 = datetime(2024, 5, 6, 10, 0, tzinfo=UTC)
 MODELS: dict[str, Any] = {"runs": Run, "nodes": Node, "commands": Command, "snapshots": Snapshot, "checks": Check,
-                          "findings": Finding, "model_turns": ModelTurn, "trajectories": Run}  # fmt: skip
+                          "findings": Finding, "model_turns": ModelTurn, "egress": Egress,
+                          "trajectories": Run}  # fmt: skip
 
 
 def _tool_call(call_id: str, command: str) -> dict[str, Any]:

@@ -135,10 +135,10 @@ def test_card_is_a_hub_card(db: sessionmaker[Session], tmp_path: Path) -> None:
     assert front["license"] == "cc-by-4.0" and front["pretty_name"]
     assert "reinforcement-learning" in front["task_categories"] and front["size_categories"] == ["n<1K"]
     configs = {c["config_name"]: c for c in front["configs"]}
-    empty = ["snapshots", "checks", "findings", "model_turns"]
+    empty = ["snapshots", "checks", "findings", "model_turns", "egress"]
     assert list(configs) == [t for t in TABLE_NAMES if t not in empty]
     assert [n for n, c in configs.items() if c.get("default")] == ["trajectories"]
-    assert "the empty ones (snapshots, checks, findings, model_turns)" in text
+    assert "the empty ones (snapshots, checks, findings, model_turns, egress)" in text
     assert "| `messages` | `list<message>` | no |" in text
 
 
@@ -170,6 +170,6 @@ def test_every_table_loads_with_datasets(
         assert "messages" in default.column_names and default.num_rows == 2
         first = default[0]
         assert first["messages"][0]["role"] == "system" and isinstance(first["reward"], float)
-        assert set(configs) == set(TABLE_NAMES) - {"snapshots", "checks", "findings"}
+        assert set(configs) == set(TABLE_NAMES) - {"snapshots", "checks", "findings", "egress"}
     else:
         assert configs == []
