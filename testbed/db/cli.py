@@ -27,7 +27,8 @@ from sqlalchemy.engine import make_url
 
 from testbed.db.engine import database_url
 from testbed.db.migrate import current_revision, head_revision, upgrade
-from testbed.db.read import RunDetail, RunFilter, RunSummary, list_runs, open_read_only, run_detail
+from testbed.db.read import RunDetail, RunFilter, RunSummary, list_runs, open_read_only, resolve_job_id, run_detail
+from testbed.db.read.filters import check_outcome
 from testbed.db.read.findings import FindingInfo, load_findings
 from testbed.render.format import duration, first_line, timestamp
 from testbed.render.terminal import cell, console, json_text
@@ -81,9 +82,11 @@ def runs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List the newest runs, newest first."""
-    selection = RunFilter(job_id=(job or "").strip().lower(), task=task or "", outcome=outcome or "")
+    check_outcome("--outcome", outcome or "")  # refused before the database is opened
     sessions = open_read_only(db)
     with sessions() as session:
+        job_id = resolve_job_id(session, job, field="--job") if job else ""
+        selection = RunFilter(job_id=job_id, task=task or "", outcome=outcome or "")
         runs = list_runs(session, selection, limit=limit)
     if as_json:
         typer.echo(json_text([r.to_dict() for r in runs]))

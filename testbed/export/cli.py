@@ -20,8 +20,8 @@ from rich.text import Text
 
 from testbed.config import project_root
 from testbed.db.read import make_filter, open_read_only
-from testbed.errors import InputError
 from testbed.export.dataset import export_dataset
+from testbed.model.outputs import check_output, make_directory
 from testbed.render.terminal import cell
 from testbed.render.terminal import console as table_console
 
@@ -58,11 +58,11 @@ def export_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
 ) -> None:
     """Export runs, tasks, nodes, commands, snapshots, checks, findings and model turns as Parquet + a card."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(out_dir, None, "exists and is not a directory")
+    check_output(out_dir, "OUT_DIR", directory=True)
     sessions = open_read_only(db)
     with sessions() as session:
         selection = make_filter(session, job, since)
+    make_directory(out_dir, "OUT_DIR")
     console = Console(stderr=True)
     with Progress(
         TextColumn("{task.description:>10}"),

@@ -13,6 +13,7 @@ so they are stable enough to build tests on.
 - `sample_run`: `record_sample_run` / `check_sample_run`, one realistic finished run.
 - `demo`: `seed_demo`, a small, varied database for the dashboard; `demo_snapshots`: the
   parsed snapshots of its guests (`base_snapshot`, `evolve`).
+- `images`: `cache_image`, a placeholder disk committed to a real image cache.
 - `snapshots`: snapshot-script output built without a guest (`render_snapshot`, fixture
   directories).
 

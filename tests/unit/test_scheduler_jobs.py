@@ -19,6 +19,7 @@ from testbed.model.task import discover_tasks
 from testbed.runtime import image_catalog
 from testbed.scheduler.cli import _spec, jobs_app
 from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id
+from testbed.testing.images import cache_image
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = sorted(p.name for p in discover_tasks(ROOT))
@@ -38,8 +39,13 @@ def test_shipped_jobs_load_and_expand() -> None:
 
 def test_matrix_is_restricted_to_supported_variants_and_categories() -> None:
     images = set(image_catalog())
-    spec = JobSpec(name="m", tasks=["tasks/*-*"], images=["debian-12", "alpine-3.20"], attempts=2,
-                   categories=["services", "storage"])
+    spec = JobSpec(
+        name="m",
+        tasks=["tasks/*-*"],
+        images=["debian-12", "alpine-3.20"],
+        attempts=2,
+        categories=["services", "storage"],
+    )
     cells, tasks = expand_matrix(spec, ROOT, images=images)
     assert all(t.definition.category in ("services", "storage") for t in tasks.values())
     assert {c.image for c in cells} == {"debian-12"}  # no starter task supports alpine
@@ -51,18 +57,23 @@ def test_matrix_is_restricted_to_supported_variants_and_categories() -> None:
     [
         ({"name": "x", "agent": "gpt"}, "agent", "unknown agent"),
         ({"name": "x", "attempts": 0}, "attempts", "greater than or equal to 1"),
-        ({"name": "x", "colour": "red"}, "colour", "Extra inputs"),
+        ({"name": "x", "colour": "red"}, "colour", "unknown field"),
         ({"name": "x", "hosts": [{"name": "a"}, {"name": "a"}]}, None, "duplicate host name"),
         ({"name": "x", "hosts": [{"name": "Bad Name"}]}, "hosts[Bad Name].name", "lowercase"),
         ({"name": "x", "retry": {"limit": -1}}, "retry.limit", "greater than or equal to 0"),
-        ({"name": "x", "hosts": [{"name": "far", "uri": "qemu+ssh://root@lab2/system"}]}, "hosts[far]",
-         "needs image_cache"),
-        ({"name": "x", "hosts": [{"name": "far", "uri": "qemu+ssh://lab2/system", "image_cache": "images"}]},
-         "hosts[far]", "absolute path"),
+        (
+            {"name": "x", "hosts": [{"name": "far", "uri": "qemu+ssh://root@lab2/system"}]},
+            "hosts[far]",
+            "needs image_cache",
+        ),
+        (
+            {"name": "x", "hosts": [{"name": "far", "uri": "qemu+ssh://lab2/system", "image_cache": "images"}]},
+            "hosts[far]",
+            "absolute path",
+        ),
     ],
 )
-def test_bad_job_files_name_file_field_and_problem(tmp_path: Path, data: dict, field: str | None,
-                                                   problem: str) -> None:
+def test_bad_job_files_name_file_field_and_problem(tmp_path: Path, data: dict, field: str | None, problem: str) -> None:
     import yaml
 
     path = tmp_path / "job.yaml"
@@ -103,8 +114,16 @@ def test_prepare_create_resume_and_jobs_commands(testbed_home: Path) -> None:
     url = f"sqlite:///{testbed_home / 'runs.db'}"
     db = open_database(url)
     with pytest.raises(InputError, match="no host's budget admits it"):
-        prepare(JobSpec(name="x", tasks=["firewall-persist"], hosts=[{"name": "tiny", "vm_slots": 1}]), ROOT,
-                images, settings)
+        prepare(
+            JobSpec(name="x", tasks=["firewall-persist"], hosts=[{"name": "tiny", "vm_slots": 1}]),
+            ROOT,
+            images,
+            settings,
+        )
+    with pytest.raises(InputError, match=r"nodes\[\w+\]\.image: image '[\w.-]+' is not in the image cache"):
+        prepare(load_job(ROOT / "jobs" / "smoke.yaml"), ROOT, images, settings)
+    for name in images:
+        cache_image(settings.images_dir, name)
     prepared = prepare(load_job(ROOT / "jobs" / "smoke.yaml"), ROOT, images, settings)
     job_id = create(db, prepared)
     with db() as s:
