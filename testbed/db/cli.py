@@ -36,7 +36,7 @@ from testbed.db.migrate import current_revision, head_revision, upgrade
 from testbed.db.read import RunDetail, RunFilter, RunSummary, list_runs, open_read_only, resolve_job_id, run_detail
 from testbed.db.read.artifacts import artifact_infos, artifact_text
 from testbed.db.read.compare import compare_runs
-from testbed.db.read.filters import OUTCOME_FILTERS
+from testbed.db.read.filters import OUTCOME_FILTERS, check_outcome
 from testbed.db.read.findings import FindingInfo, load_findings
 from testbed.db.read.trajectory import trajectory
 from testbed.db.stream_cli import comparison_table, print_trajectory
@@ -98,6 +98,7 @@ def runs_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List the newest runs, newest first (every filter given must match)."""
+    check_outcome("--outcome", outcome or "")  # refused before the database is opened
     sessions = open_read_only(db)
     with sessions() as session:
         job_id = resolve_job_id(session, job, field="--job") if job else ""

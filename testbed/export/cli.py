@@ -23,6 +23,7 @@ from testbed.config import project_root
 from testbed.db.read import make_filter, open_read_only
 from testbed.errors import InputError
 from testbed.export.dataset import export_dataset
+from testbed.model.outputs import check_output, make_directory
 from testbed.render.terminal import cell
 from testbed.render.terminal import console as table_console
 
@@ -67,14 +68,15 @@ def export_command(
         str, typer.Option("--license", help="The card's license: a Hugging Face Hub license id (default: unknown).")
     ] = "unknown",
 ) -> None:
-    """Export runs, tasks, nodes, commands, snapshots, checks, findings, model turns and trajectories as Parquet."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(out_dir, None, "exists and is not a directory")
+    """Export runs, tasks, nodes, commands, snapshots, checks, findings, model turns, egress and
+    trajectories as Parquet + a dataset card."""
+    check_output(out_dir, "OUT_DIR", directory=True)
     if not LICENSE_RE.match(license):
         raise InputError(None, "--license", f"not a license id: {license!r} (e.g. cc-by-4.0, mit, other, unknown)")
     sessions = open_read_only(db)
     with sessions() as session:
         selection = make_filter(session, job, since)
+    make_directory(out_dir, "OUT_DIR")
     console = Console(stderr=True)
     with Progress(
         TextColumn("{task.description:>10}"),

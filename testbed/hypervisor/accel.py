@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.config import accel_override
+
 QEMU = "qemu-system-x86_64"
 RHEL_QEMU = "/usr/libexec/qemu-kvm"  # RHEL-family hosts ship QEMU only under this name
 
@@ -141,12 +143,8 @@ def _cache_key() -> str:
 
 async def choose_accel(cache_file: Path | None = None, *, use_cache: bool = True) -> AccelChoice:
     """KVM when a probe guest really runs under it, else TCG (libvirt domain type `qemu`)."""
-    forced = os.environ.get("TESTBED_ACCEL")
+    forced = accel_override()
     if forced:
-        if forced not in ("kvm", "tcg"):
-            from testbed.errors import InputError
-
-            raise InputError("TESTBED_ACCEL", None, f"'{forced}' is not kvm or tcg")
         return AccelChoice("kvm" if forced == "kvm" else "qemu", "TESTBED_ACCEL override")
     key = _cache_key()
     if use_cache and cache_file is not None:

@@ -155,6 +155,18 @@ def bridge_name(lab_id: str, network: str) -> str:
     return name
 
 
+def check_name_free(labs_dir: Path, name: str, lab_id: str | None = None) -> None:
+    """Refuse `name` when another lab (not `lab_id`) already has it (`InputError`, `--name`)."""
+    for other in all_lab_states(labs_dir):
+        if other.name == name and other.lab_id != lab_id:
+            raise InputError(
+                None,
+                "--name",
+                f"a lab named '{name}' already exists ({other.lab_id}); "
+                "pick another name or run `testbed lab down` first",
+            )
+
+
 class Lab:
     """See module docstring. Build with the constructor, then `async with lab:`."""
 
@@ -251,16 +263,7 @@ class Lab:
             image = self.catalog.get(name)
             if image is None:
                 raise InputError(None, f"nodes[{node.name}].image", f"unknown image '{name}'")
-            stored = self.store.get(name)
-            if stored is None:
-                how = "testbed image build" if image.source.type == "debootstrap" else "testbed image pull"
-                if image.source.type == "user":
-                    how = "testbed image import"
-                raise InputError(
-                    None,
-                    f"nodes[{node.name}].image",
-                    f"image '{name}' is not in the image cache; run `{how} {name}` first",
-                )
+            stored = self.store.require(image, f"nodes[{node.name}].image")
             if self.host.remote and image.readiness.method != "ssh":
                 raise InputError(
                     None,
@@ -313,7 +316,7 @@ class Lab:
         lab_dir = self.settings.labs_dir / lab_id
         lab_dir.mkdir(parents=True, exist_ok=False)
         name = self.requested_name or f"{topo.name}-{lab_id}"
-        self._check_name_free(name, lab_id)
+        check_name_free(self.settings.labs_dir, name, lab_id)
         self.state = LabState(
             lab_id=lab_id,
             name=name,
@@ -355,16 +358,6 @@ class Lab:
         await asyncio.gather(*(self._boot(spec) for spec in specs))
         self.state.status = "ready"
         self.state.save()
-
-    def _check_name_free(self, name: str, lab_id: str) -> None:
-        for other in all_lab_states(self.settings.labs_dir):
-            if other.name == name and other.lab_id != lab_id:
-                raise InputError(
-                    None,
-                    "--name",
-                    f"a lab named '{name}' already exists ({other.lab_id}); "
-                    "pick another name or run `testbed lab down` first",
-                )
 
     async def _create_networks(
         self,

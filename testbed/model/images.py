@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from testbed.errors import InputError
+from testbed.model.fields import MAX_SECONDS, Int
 from testbed.model.loading import read_yaml, validate
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,39}$")
@@ -57,7 +58,7 @@ class DebootstrapSource(_Strict):
     packages: list[str]
     extra_packages: list[str] = []
     exclude: list[str] = []
-    disk_mb: int = Field(default=3072, ge=512)
+    disk_mb: Int = Field(default=3072, ge=512, le=2**21)
     kernel_package: str = "linux-image-cloud-amd64"
 
     @property
@@ -129,7 +130,7 @@ class Login(_Strict):
 class Readiness(_Strict):
     method: Literal["ssh", "serial"] = "ssh"
     prompt: str = r"login:"
-    timeout_s: int = Field(default=300, ge=5)
+    timeout_s: Int = Field(default=300, ge=5, le=int(MAX_SECONDS))
 
 
 class ImageDef(_Strict):
@@ -151,7 +152,7 @@ class ImageDef(_Strict):
     dialect: Literal["debian", "rhel", "alpine", "vyos", "openwrt", "opnsense", "sonic"]
     init: InitSystem = "systemd"
     cpu_level: CpuLevel = "v1"
-    min_memory_mb: int = Field(default=256, ge=64)
+    min_memory_mb: Int = Field(default=256, ge=64, le=2**20)
 
     @field_validator("name")
     @classmethod

@@ -47,14 +47,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from testbed.config import MAX_BUDGET_MB, MIN_BUDGET_MB
 from testbed.errors import InputError
 from testbed.model.egress import EgressSpec
+from testbed.model.fields import MAX_SECONDS, Delay, Int, Number, Seconds
 from testbed.model.loading import read_yaml, validate
-from testbed.model.task import Limits, Task, load_task
+from testbed.model.task import MAX_COMMANDS, Limits, Task, load_task
 
 HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 LOCAL_URI_RE = re.compile(r"^[a-z+]+:///")
 """A libvirt URI without a host part (qemu:///system, qemu:///session, test:///default)."""
+
+MAX_BACKOFF_FACTOR = 100.0
+MAX_RUN_TIMEOUT_S = 2 * MAX_SECONDS
+"""Caps of `retry.factor` and `run_timeout_s` (two days: a one-day agent phase and the rest)."""
 
 
 class _Strict(BaseModel):
@@ -65,10 +71,10 @@ class RetryPolicy(_Strict):
     """Harness errors (outcome `error`) of a cell are retried up to `limit` times, the n-th
     retry waiting `backoff_s * factor**(n-1)` seconds (at most `max_backoff_s`)."""
 
-    limit: int = Field(default=2, ge=0, le=50)
-    backoff_s: float = Field(default=30.0, ge=0)
-    factor: float = Field(default=2.0, ge=1)
-    max_backoff_s: float = Field(default=600.0, ge=0)
+    limit: Int = Field(default=2, ge=0, le=50)
+    backoff_s: Delay = 30.0
+    factor: Number = Field(default=2.0, ge=1, le=MAX_BACKOFF_FACTOR)
+    max_backoff_s: Delay = 600.0
 
     def delay(self, retry: int) -> float:
         """Seconds to wait before retry number `retry` (1 for the first retry)."""
@@ -78,9 +84,9 @@ class RetryPolicy(_Strict):
 
 
 class LimitsOverride(_Strict):
-    agent_time_s: float | None = Field(default=None, gt=0)
-    command_time_s: float | None = Field(default=None, gt=0)
-    max_commands: int | None = Field(default=None, ge=1)
+    agent_time_s: Seconds | None = None
+    command_time_s: Seconds | None = None
+    max_commands: Int | None = Field(default=None, ge=1, le=MAX_COMMANDS)
 
     def apply(self, limits: Limits) -> Limits:
         """`limits` with every field given here replaced."""
@@ -92,12 +98,12 @@ class HostSpec(_Strict):
 
     name: str
     uri: str | None = None
-    vm_slots: int = Field(default=4, ge=1, le=10_000)
-    vcpus: int | None = Field(default=None, ge=1)
-    memory_mb: int | None = Field(default=None, ge=128)
+    vm_slots: Int = Field(default=4, ge=1, le=10_000)
+    vcpus: Int | None = Field(default=None, ge=1, le=1_000_000)
+    memory_mb: Int | None = Field(default=None, ge=MIN_BUDGET_MB, le=MAX_BUDGET_MB)
     image_cache: str | None = None
-    boot_concurrency: int = Field(default=4, ge=1)
-    boot_interval_s: float = Field(default=0.0, ge=0)
+    boot_concurrency: Int = Field(default=4, ge=1, le=10_000)
+    boot_interval_s: Delay = 0.0
 
     @field_validator("name")
     @classmethod
@@ -130,9 +136,9 @@ class JobSpec(_Strict):
     agent: str = "oracle"
     agents: list[str] = []
     agent_settings: dict[str, Any] = {}
-    attempts: int = Field(default=1, ge=1, le=1000)
+    attempts: Int = Field(default=1, ge=1, le=1000)
     limits: LimitsOverride = LimitsOverride()
-    run_timeout_s: float | None = Field(default=None, gt=0)
+    run_timeout_s: Number | None = Field(default=None, gt=0, le=MAX_RUN_TIMEOUT_S)
     retry: RetryPolicy = RetryPolicy()
     redact: bool = True
     warm: bool = True  # runs of a cell start from its saved post-setup state (testbed.runner.warm)

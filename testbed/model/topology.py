@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from testbed.errors import InputError
 from testbed.model.egress import EgressSpec
+from testbed.model.fields import Int
 from testbed.model.loading import read_yaml, validate
 
 NODE_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
@@ -28,6 +29,8 @@ LAB_ID_LEN = 5
 BRIDGE_PREFIX_LEN = len("tb") + LAB_ID_LEN + len("-")
 MAX_NETWORK_NAME = 15 - BRIDGE_PREFIX_LEN
 RESERVED_NETWORK_NAMES = frozenset({"mgmt"})
+MAX_NODE_MEMORY_MB = 2**20
+"""Most memory one node may ask for (1 TiB)."""
 
 
 class _Strict(BaseModel):
@@ -44,8 +47,8 @@ class Route(_Strict):
 class NodeSpec(_Strict):
     name: str
     image: str | None = None
-    vcpus: int = Field(default=1, ge=1, le=64)
-    memory: int = Field(default=640, ge=128, description="MiB")
+    vcpus: Int = Field(default=1, ge=1, le=64)
+    memory: Int = Field(default=640, ge=128, le=MAX_NODE_MEMORY_MB, description="MiB")
     forward: bool = False
     routes: list[Route] = []
 
@@ -217,12 +220,14 @@ def topology_from_data(
     images: set[str] | None = None,
     default_image: str | None = None,
     memory_budget_mb: int | None = None,
+    prefix: str = "",
 ) -> Topology:
-    """Validate an already-parsed topology (for example one inlined in a task)."""
+    """Validate an already-parsed topology (for example one inlined in a task, whose fields
+    are then named after `prefix`, `topology.nodes[web].memory`)."""
     data = dict(data)
     data.setdefault("name", path.stem)
     context = {"images": images, "default_image": default_image, "memory_budget_mb": memory_budget_mb}
-    topo = validate(Topology, data, path, context=context)
+    topo = validate(Topology, data, path, context=context, prefix=prefix)
     if default_image:
         topo = topo.model_copy(
             update={"nodes": [n.model_copy(update={"image": n.image or default_image}) for n in topo.nodes]}

@@ -16,6 +16,12 @@ to share it.
 Exit statuses: 0 the job is complete and no run ended in a harness error after its retries;
 1 complete, with runs that ended as `error`; 2 bad input (nothing created); 130 stopped by
 Ctrl-C/SIGTERM (`--resume` continues it).
+
+Bad input is refused before anything exists: the settings, the database URL, the job file
+and flags and every cell's task, agent and images (`testbed.scheduler.launch.prepare`) are
+checked before the database is opened (created, migrated) and the job written. `--resume`
+and `jobs cancel` change a job that exists, so they open an existing database only
+(`testbed.db.read.open_existing`: a missing one is bad input and is not created).
 """
 
 from __future__ import annotations
@@ -30,9 +36,10 @@ from rich.table import Table
 
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
-from testbed.db.read import open_read_only, to_jsonable
+from testbed.db.read import open_existing, open_read_only, to_jsonable
 from testbed.db.read.jobs import JobProgress, final_errors, job_detail, recent_jobs
 from testbed.errors import InputError
+from testbed.model.fields import positive_seconds
 from testbed.model.job import JobSpec, job_from_options, load_job
 from testbed.render.format import timestamp
 from testbed.render.terminal import cell, error_line, json_text, shown_id
@@ -61,17 +68,20 @@ def launch_command(
     vm_slots: Annotated[int | None, typer.Option(help="VMs at once on the local host")] = None,
     name: Annotated[str | None, typer.Option(help="job name")] = None,
     db: DbOption = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="live view (else one line per event)")]
-    = True,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="live view (else one line per event)")
+    ] = True,
     lease_ttl: Annotated[float, typer.Option(help="seconds a run lease lasts without heartbeat")] = 120.0,
 ) -> None:
     """Create a job (or resume one) and run it to completion on the job's lab hosts."""
     settings = Settings.from_env()
+    url = database_url(db)
+    positive_seconds(lease_ttl, "--lease-ttl")
     images = image_catalog()
-    sessions = open_database(database_url(db))
     if resume is not None:
         if job is not None:
             raise InputError(None, "--resume", "give either a job file or --resume JOB_ID, not both")
+        sessions = open_existing(db)
         job_id = resolve_job_id(sessions, resume)
         prepared, cancelled = load_prepared(sessions, job_id)
         if cancelled:
@@ -79,6 +89,7 @@ def launch_command(
     else:
         spec = _spec(job, task, category, image, agent, attempts, retries, vm_slots, name)
         prepared = prepare(spec, project_root(), images, settings, file=job)
+        sessions = open_database(url)
         job_id = create(sessions, prepared)
     out = Console(highlight=False)
     out.print(f"job {job_id}")
@@ -86,12 +97,14 @@ def launch_command(
     live = progress and out.is_terminal
     if live:
         with LiveView(out) as view:
-            summary = asyncio.run(run_job(sessions, job_id, prepared, settings, images, view=view,
-                                          on_event=view.event, config=config))
+            summary = asyncio.run(
+                run_job(sessions, job_id, prepared, settings, images, view=view, on_event=view.event, config=config)
+            )
     else:
         lines = LineView(out)
-        summary = asyncio.run(run_job(sessions, job_id, prepared, settings, images, on_event=lines.event,
-                                      config=config))
+        summary = asyncio.run(
+            run_job(sessions, job_id, prepared, settings, images, on_event=lines.event, config=config)
+        )
     _print_summary(out, summary)
     if summary.interrupted:
         out.print(f"stopped; continue with: testbed launch --resume {job_id[:12]}")
@@ -175,7 +188,7 @@ def _job_json(job: JobProgress) -> dict[str, Any]:
 @jobs_app.command("list")
 def jobs_list(
     db: DbOption = None,
-    limit: Annotated[int, typer.Option(help="most recent N jobs")] = 20,
+    limit: Annotated[int, typer.Option(min=1, help="most recent N jobs")] = 20,
     as_json: JsonOption = False,
 ) -> None:
     """Jobs, newest first, with their runs by state and outcome."""
@@ -233,11 +246,13 @@ def jobs_show(
 def jobs_cancel(job: Annotated[str, typer.Argument(help="job id or prefix")], db: DbOption = None) -> None:
     """Cancel a job: its pending runs end as `cancelled` now, its running runs at their
     coordinator's next heartbeat (labs torn down); nothing is retried or replaced."""
-    sessions = open_database(database_url(db))
+    sessions = open_existing(db)
     job_id = resolve_job_id(sessions, job)
     count = cancel_job(sessions, job_id)
-    Console().print(f"job {job_id[:8]} cancelled: {count} pending run(s) cancelled; running runs stop at their "
-                    "coordinator's next heartbeat")
+    Console().print(
+        f"job {job_id[:8]} cancelled: {count} pending run(s) cancelled; running runs stop at their "
+        "coordinator's next heartbeat"
+    )
 
 
 def main() -> None:

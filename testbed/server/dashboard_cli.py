@@ -55,7 +55,7 @@ def dashboard_command(
     host: Annotated[
         str, typer.Option("--host", help="Address to bind (loopback unless a token is set).")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8080,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8080,
     db: Annotated[
         str | None,
         typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME)."),

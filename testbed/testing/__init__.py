@@ -17,6 +17,7 @@ so they are stable enough to build tests on.
   agent x task x release x attempt, with model turns, task records that change between
   jobs and residue from the real engine); `demo_stories`: what each of its runs does.
   `testbed demo` and `testbed dashboard --demo` write both.
+- `images`: `cache_image`, a placeholder disk committed to a real image cache.
 - `snapshots`: snapshot-script output built without a guest (`render_snapshot`, fixture
   directories).
 

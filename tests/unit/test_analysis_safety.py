@@ -123,19 +123,20 @@ def test_flagged_rules_are_listed_when_one_blocks() -> None:
 
 
 @pytest.mark.parametrize(
-    "table",
+    ("table", "field"),
     [
-        {"block": ["no_such_rule"]},
-        {"block": ["fork_bomb"], "allow": ["fork_bomb"]},
-        {"allow_power": "sometimes"},
-        {"unexpected": 1},
+        ({"block": ["no_such_rule"]}, "safety"),
+        ({"block": ["fork_bomb"], "allow": ["fork_bomb"]}, "safety"),
+        ({"allow_power": "sometimes"}, "safety.allow_power"),
+        ({"unexpected": 1}, "safety.unexpected"),
+        ({"block": [3]}, "safety.block[0]"),
     ],
 )
-def test_bad_table_is_input_error(table: dict[str, object]) -> None:
+def test_bad_table_is_input_error(table: dict[str, object], field: str) -> None:
     with pytest.raises(InputError) as info:
         SafetyPolicy.from_table(table, "tasks/t1/task.toml")
     assert info.value.file == "tasks/t1/task.toml"
-    assert info.value.field == "safety"
+    assert info.value.field == field
 
 
 def test_none_table_is_default_and_rules_are_documented() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from testbed.errors import HarnessError
+from testbed.errors import InputError
 from testbed.guest.ssh import GuestConnectionError, GuestSession, generate_key, public_key_line
 from testbed.hypervisor.hostlink import HostLink, SshTarget, ssh_config_paths
 
@@ -28,7 +28,7 @@ def test_target_from_uri() -> None:
 
 def test_ssh_config_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TESTBED_SSH_CONFIG", str(tmp_path / "missing"))
-    with pytest.raises(HarnessError, match=r"TESTBED_SSH_CONFIG=.*no such file"):
+    with pytest.raises(InputError, match=r"TESTBED_SSH_CONFIG: .*no such file"):
         ssh_config_paths()
     config = tmp_path / "config"
     config.write_text("Host *\n  BatchMode yes\n")
@@ -49,8 +49,12 @@ class _LabHostServer(asyncssh.SSHServer):
 async def _guest_shell(process: asyncssh.SSHServerProcess[bytes]) -> None:
     stdin = await process.stdin.read()
     proc = await asyncio.create_subprocess_exec(
-        "sh", "-c", process.command or "", stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        "sh",
+        "-c",
+        process.command or "",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, err = await proc.communicate(stdin)
     process.stdout.write(out)
@@ -69,12 +73,21 @@ class Servers:
     async def start(self) -> tuple[int, int]:
         authorized = asyncssh.import_authorized_keys(public_key_line(self.client_key))
         lab = await asyncssh.listen(
-            "127.0.0.1", 0, server_host_keys=[self.lab_key], authorized_client_keys=authorized,
-            server_factory=_LabHostServer, process_factory=_guest_shell, encoding=None,
+            "127.0.0.1",
+            0,
+            server_host_keys=[self.lab_key],
+            authorized_client_keys=authorized,
+            server_factory=_LabHostServer,
+            process_factory=_guest_shell,
+            encoding=None,
         )
         guest = await asyncssh.listen(
-            "127.0.0.1", 0, server_host_keys=[self.guest_key], authorized_client_keys=authorized,
-            process_factory=_guest_shell, encoding=None,
+            "127.0.0.1",
+            0,
+            server_host_keys=[self.guest_key],
+            authorized_client_keys=authorized,
+            process_factory=_guest_shell,
+            encoding=None,
         )
         self.servers = [lab, guest]
         return lab.sockets[0].getsockname()[1], guest.sockets[0].getsockname()[1]
@@ -106,7 +119,10 @@ def test_guest_session_is_tunnelled_through_the_lab_host(tmp_path: Path, monkeyp
         monkeypatch.setenv("TESTBED_SSH_CONFIG", str(s.config(lab_port)))
         link = HostLink(SshTarget.from_uri(f"qemu+ssh://127.0.0.1:{lab_port}/system") or SshTarget("x"))
         session = GuestSession(
-            "127.0.0.1", port=guest_port, client_key=s.client_key, host_key=public_key_line(s.guest_key),
+            "127.0.0.1",
+            port=guest_port,
+            client_key=s.client_key,
+            host_key=public_key_line(s.guest_key),
             tunnel=link,
         )
         try:
@@ -133,7 +149,10 @@ def test_unknown_lab_host_key_is_refused(tmp_path: Path, monkeypatch: pytest.Mon
         monkeypatch.setenv("TESTBED_SSH_CONFIG", str(s.config(lab_port, known=False)))
         link = HostLink(SshTarget("127.0.0.1", lab_port))
         session = GuestSession(
-            "127.0.0.1", port=guest_port, client_key=s.client_key, host_key=public_key_line(s.guest_key),
+            "127.0.0.1",
+            port=guest_port,
+            client_key=s.client_key,
+            host_key=public_key_line(s.guest_key),
             tunnel=link,
         )
         try:

@@ -20,6 +20,7 @@ from testbed.model.task import discover_tasks
 from testbed.runtime import image_catalog
 from testbed.scheduler.cli import _spec, jobs_app
 from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id
+from testbed.testing.images import cache_image
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = sorted(p.name for p in discover_tasks(ROOT))
@@ -64,7 +65,7 @@ def test_matrix_is_restricted_to_supported_variants_and_categories() -> None:
         ({"name": "x", "agents": ["oracle", ""]}, "agents", "agents[1] is empty"),
         ({"name": "x", "agent": "noop", "agents": ["oracle"]}, None, "not both"),
         ({"name": "x", "attempts": 0}, "attempts", "greater than or equal to 1"),
-        ({"name": "x", "colour": "red"}, "colour", "Extra inputs"),
+        ({"name": "x", "colour": "red"}, "colour", "unknown field"),
         ({"name": "x", "hosts": [{"name": "a"}, {"name": "a"}]}, None, "duplicate host name"),
         ({"name": "x", "hosts": [{"name": "Bad Name"}]}, "hosts[Bad Name].name", "lowercase"),
         ({"name": "x", "retry": {"limit": -1}}, "retry.limit", "greater than or equal to 0"),
@@ -127,6 +128,10 @@ def test_prepare_create_resume_and_jobs_commands(testbed_home: Path) -> None:
             images,
             settings,
         )
+    with pytest.raises(InputError, match=r"nodes\[\w+\]\.image: image '[\w.-]+' is not in the image cache"):
+        prepare(load_job(ROOT / "jobs" / "smoke.yaml"), ROOT, images, settings)
+    for name in images:
+        cache_image(settings.images_dir, name)
     prepared = prepare(load_job(ROOT / "jobs" / "smoke.yaml"), ROOT, images, settings)
     job_id = create(db, prepared)
     with db() as s:
@@ -150,6 +155,7 @@ def test_prepare_create_resume_and_jobs_commands(testbed_home: Path) -> None:
 
 def test_several_agents_make_an_agent_by_cell_matrix(testbed_home: Path) -> None:
     images = image_catalog()
+    cache_image(Settings.from_env().images_dir, "debian-12")  # prepare() checks the images are cached
     spec = JobSpec(name="cmp", tasks=["web-port-conflict", "disk-full"], agents=["noop", "oracle"], attempts=2)
     assert spec.agent_list == ["noop", "oracle"] and JobSpec(name="one").agent_list == ["oracle"]
     cells, _ = expand_matrix(spec, ROOT, images=set(images))
@@ -175,6 +181,7 @@ def test_several_agents_make_an_agent_by_cell_matrix(testbed_home: Path) -> None
 
 def test_unknown_agents_are_refused_before_anything_is_written(testbed_home: Path) -> None:
     images = image_catalog()
+    cache_image(Settings.from_env().images_dir, "debian-12")  # prepare() checks the images are cached
     for spec, field in (
         (JobSpec(name="x", tasks=["disk-full"], agents=["oracle", "gpt"]), "agents[1]"),
         (JobSpec(name="x", tasks=["disk-full"], agent="openai:m?colour=red"), "agent"),
@@ -188,6 +195,7 @@ def test_unknown_agents_are_refused_before_anything_is_written(testbed_home: Pat
 
 def test_jobs_list_and_show_json(testbed_home: Path) -> None:
     images = image_catalog()
+    cache_image(Settings.from_env().images_dir, "debian-12")  # prepare() checks the images are cached
     url = f"sqlite:///{testbed_home / 'runs.db'}"
     db = open_database(url)
     spec = JobSpec(name="cmp", tasks=["disk-full"], agents=["noop", "oracle"])

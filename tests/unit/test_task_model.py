@@ -64,8 +64,8 @@ def test_good_task_loads(tmp_path: Path) -> None:
             "checks[R1].expect_output",
             "not a valid regular expression",
         ),
-        ('topology = "single"', 'topology = "nowhere"', "topology", "no such topology"),
-        ('category = "services"', 'category = "services"\nbogus = 1', "bogus", "Extra inputs"),
+        ('topology = "single"', 'topology = "nowhere"', "topology", "no topology named"),
+        ('category = "services"', 'category = "services"\nbogus = 1', "bogus", "unknown field"),
         ("[[checks]]", "[limits]\nagent_time_s = -1\n[[checks]]", "limits.agent_time_s", "greater than 0"),
     ],
 )

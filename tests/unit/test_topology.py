@@ -43,8 +43,8 @@ def base() -> dict:
         (lambda d: d["nodes"].append({"name": "a"}), None, "duplicate node name 'a'"),
         (lambda d: d["networks"].append({"name": "lan", "members": ["a"]}), None, "duplicate network name"),
         (lambda d: d["networks"][0].update(name="backbone1"), "networks[backbone1].name", "too long for a bridge"),
-        (lambda d: d["nodes"][0].update(memory=10**7), None, "beyond the host budget"),
-        (lambda d: d["nodes"][0].update(memroy=5), "nodes[a].memroy", "Extra inputs are not permitted"),
+        (lambda d: d["nodes"][0].update(memory=10**6), None, "beyond the host budget"),
+        (lambda d: d["nodes"][0].update(memroy=5), "nodes[a].memroy", "unknown field"),
         (lambda d: d["nodes"][0].update(name="Bad_Name"), "nodes[Bad_Name].name", "not a valid node name"),
         (lambda d: d["networks"][0].update(subnet="10.0.0.0/33"), "networks[lan].subnet", "not an IPv4 subnet"),
         (

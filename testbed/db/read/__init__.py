@@ -5,7 +5,8 @@ Every function takes an open `Session` (or, where noted, a `Connection`), only S
 and returns plain dataclasses detached from the session (`jsonable.to_jsonable` turns any
 of them into JSON). Modules, each one subject:
 
-- `database`: `open_read_only` / `read_only_engine` — never create, migrate or write.
+- `database`: `open_read_only` / `read_only_engine` — never create, migrate or write;
+  `open_existing` — the same checks, then writable (rows that are there).
 - `ids`: `resolve_run_id`, `resolve_job_id` — full id or literal prefix of 4+ characters.
 - `filters`: `RunFilter` (which runs), `parse_since`, `make_filter`.
 - `rates`: `OutcomeCounts`, `pass_rate`, `count_outcomes` — the one pass-rate definition —
@@ -24,7 +25,7 @@ of them into JSON). Modules, each one subject:
 
 from __future__ import annotations
 
-from testbed.db.read.database import open_read_only, read_only_engine
+from testbed.db.read.database import open_existing, open_read_only, read_only_engine
 from testbed.db.read.filters import RunFilter, make_filter, parse_since
 from testbed.db.read.ids import (
     MIN_PREFIX,
@@ -52,6 +53,7 @@ __all__ = [
     "RunSummary",
     "list_runs",
     "make_filter",
+    "open_existing",
     "open_read_only",
     "parse_since",
     "pass_rate",

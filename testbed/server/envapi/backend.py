@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.config import Settings
 from testbed.hypervisor.slots import SlotStore
-from testbed.model.task import Task, load_task
-from testbed.runner.request import RunRequest, RunResult
+from testbed.model.task import Task
+from testbed.runner.request import RunRequest, RunResult, admit_task
 from testbed.runner.warm import WarmStarts, cell_key
 from testbed.runtime import Runtime, runtime
 from testbed.server.envapi.catalog import task_catalog
@@ -57,7 +57,7 @@ class RunnerBackend:
         directory = self.root / "tasks" / task_id
         if not (directory / "task.toml").is_file():
             raise NotFoundError(f"no task {task_id!r}")
-        return load_task(
+        return admit_task(
             directory,
             images=set(self.rt.catalog),
             root=self.root,

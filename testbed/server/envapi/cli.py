@@ -29,13 +29,15 @@ from typing import Annotated
 import typer
 
 from testbed.errors import InputError
+from testbed.model.fields import positive_seconds
+from testbed.model.task import TASK_ID_RE
 
 EXIT_INPUT = 2
 
 
 def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8090,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8090,
     db: Annotated[
         str | None, typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME).")
     ] = None,
@@ -57,14 +59,21 @@ def serve_command(
 ) -> None:
     """Serve the environment API: episodes (reset/step/state) on real VMs, each recorded as a run."""
     try:
-        if max_episodes < 1 or idle_timeout <= 0 or step_timeout <= 0:
-            raise InputError(None, "--max-episodes/--idle-timeout/--step-timeout", "must be positive")
+        if max_episodes < 1:
+            raise InputError(None, "--max-episodes", "must be positive")
+        positive_seconds(idle_timeout, "--idle-timeout")
+        positive_seconds(step_timeout, "--step-timeout")
         check_token_options(host, token, no_token)
-        from testbed.config import project_root
+        from testbed.config import Settings, project_root
         from testbed.db.engine import open_database
         from testbed.server.envapi.app import create_app
         from testbed.server.envapi.backend import open_runner_manager
 
+        Settings.from_env()  # every TESTBED_* setting, before the database is created
+        if task is not None and not (
+            TASK_ID_RE.match(task) and (project_root() / "tasks" / task / "task.toml").is_file()
+        ):
+            raise InputError(None, "--task", f"no task '{task}' under {project_root() / 'tasks'}")
         database = open_database(db)
         opener = open_runner_manager(
             database,
