@@ -14,18 +14,6 @@ whole life of a restored lab.
 The slots themselves (layout, key, records, lock) are `testbed.hypervisor.slots`; the
 restored lab is `testbed.hypervisor.restoredlab`.
 
-Layout: `$TESTBED_HOME/states/<task>/<key>/` holding `meta.json` (`SlotMeta`),
-`<node>.disk.qcow2` (post-setup disk, mode 0444), `<node>.mem` (memory state),
-`<node>.seed.*` (the boot seed, which QEMU opens again on restore) and `id_ed25519` (the
-harness's client key). A slot directory is written as `<key>.tmp-<pid>` and renamed into
-place only when complete: a directory named exactly by a key is always whole.
-
-Key (`state_key`): a hash of the task directory's content (every file: task.toml,
-instruction, scripts), every node's stored image (name, cache key, disk sha256), the
-resolved topology, the image variant and the accelerator (a TCG memory state cannot be
-restored under KVM). Any change gives a new key; building a slot removes the task's slots
-with other keys (`SlotStore.invalidate`), so a stale state is never restored.
-
 Leak-proofing:
 
 - The slot keeps the lab's lease (lab id, subnets, MACs) with a *detached* owner, so the
