@@ -155,7 +155,7 @@ def test_slot_lock_is_exclusive(tmp_path: Path) -> None:
         assert again
 
 
-def testreplace_metadata() -> None:
+def test_replace_metadata() -> None:
     xml = "<domain><name>x</name><metadata>\n  <tb:lab xmlns:tb='u' owner='1'/>\n</metadata><devices/></domain>"
     out = replace_metadata(xml, "<tb:lab xmlns:tb='u' owner='2'/>")
     assert "owner='2'" in out and "owner='1'" not in out and out.endswith("<devices/></domain>")
@@ -224,3 +224,42 @@ def test_journal_rows_copy_into_another_run(tmp_path: Path) -> None:
         ]
         assert rows[1].started_at.replace(tzinfo=UTC) == at
         assert s.scalars(select(Snapshot).where(Snapshot.run_id == episode.run_id)).all() == []
+
+
+def test_a_slot_held_by_a_crashed_user_is_reaped_and_reused(tmp_path: Path) -> None:
+    """The lab directory a restored lab leaves when its process dies: a dead owner's leftovers
+    are removed (the slot and its lease stay, so the slot is reused, not rebuilt); a live
+    owner's are refused."""
+    import asyncio
+    import subprocess
+    import sys
+
+    from testbed.errors import HarnessError
+    from testbed.hypervisor.connection import Hypervisor
+    from testbed.hypervisor.labstate import LabState
+    from testbed.hypervisor.restoredlab import RestoredLab
+
+    store = SlotStore(_settings(tmp_path))
+    meta, lab_id = _fake_slot(store, TASK, "k1")
+    pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True).stdout)
+
+    def leave(owner: Owner) -> Path:
+        lab_dir = Path(meta.lab_dir)
+        lab_dir.mkdir(parents=True, exist_ok=True)
+        (lab_dir / "node.qcow2").write_bytes(b"overlay")
+        LabState(lab_id, "single-x", str(lab_dir), owner, "test:///default", "now", "single",
+                 domains=["tb-x-node"], networks=["tb-x-mgmt"]).save()  # fmt: skip
+        return lab_dir
+
+    async def reap(lab_dir: Path) -> None:
+        async with Hypervisor("test:///default") as hv:
+            await RestoredLab(meta, store, {}, hypervisor=hv)._reap_crashed_user(lab_dir)
+
+    lab_dir = leave(Owner(pid, 1, Owner.current().host))  # its process is gone
+    asyncio.run(reap(lab_dir))
+    assert not lab_dir.exists()
+    assert store.load(TASK, "k1") is not None and lab_id in store.leases.all()  # the slot stays
+    lab_dir = leave(Owner.current())  # a live user
+    with pytest.raises(HarnessError, match="in use"):
+        asyncio.run(reap(lab_dir))
+    assert lab_dir.exists()
