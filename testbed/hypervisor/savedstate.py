@@ -98,11 +98,8 @@ async def save_lab(
     release it). `restore_domains` brings the guests back in the same lab directory. On
     failure the partial slot is removed; the lab keeps its lease and tears down as usual.
     """
-    import libvirt
-
     assert lab.state is not None and lab.lease is not None
     state, lease = lab.state, lab.lease
-    lab_dir = Path(state.directory)
     final = store.slot_dir(task, key)
     tmp = final.with_name(f"{key}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -113,26 +110,7 @@ async def save_lab(
         for name in state.networks:
             net = await lab.hv.call(lab.hv.conn.networkLookupByName, name)
             networks[name] = await lab.hv.call(net.XMLDesc, 0)
-        # pause every guest first: the nodes' saved states are one consistent cut
-        domains = {n: await lab.hv.call(lab.hv.conn.lookupByName, s.domain) for n, s in state.nodes.items()}
-        for dom in domains.values():
-            await lab.hv.call(dom.suspend)
-        nodes: dict[str, SlotNode] = {}
-        for node_state in state.nodes.values():
-            dom = domains[node_state.name]
-            mem = str(tmp / f"{node_state.name}.mem")
-            await lab.hv.call(dom.save, mem)
-            # the XML stored in the save image (the one a restore's XML must match, e.g. its
-            # CPU check mode, which the live XML reports differently)
-            xml = await lab.hv.call(lab.hv.conn.saveImageGetXMLDesc, mem, libvirt.VIR_DOMAIN_SAVE_IMAGE_XML_SECURE)
-            seeds = []
-            for seed in lab_dir.glob(f"{node_state.name}.seed.*"):
-                shutil.copy2(seed, tmp / seed.name)
-                seeds.append(seed.name)
-            disk = tmp / f"{node_state.name}.disk.qcow2"
-            shutil.move(lab_dir / f"{node_state.name}.qcow2", disk)
-            disk.chmod(0o444)
-            nodes[node_state.name] = SlotNode.of(node_state, xml, seeds)
+        nodes = await _save_guests(lab, tmp)
         shutil.copy2(state.client_key_path, tmp / "id_ed25519")
         meta = SlotMeta(
             task=task,
@@ -157,15 +135,48 @@ async def save_lab(
         store.leases.set_owner(state.lab_id, store.orphan_owner())
         os.replace(tmp, final)
     except BaseException:
-        for f in tmp.glob("*.disk.qcow2"):
-            with contextlib.suppress(OSError):
-                f.chmod(0o644)
-        shutil.rmtree(tmp, ignore_errors=True)
+        _discard(tmp)
         raise
     lab.lease = None  # the slot owns it now
     state.files = [f for f in state.files if not f.endswith(".qcow2")]
     state.save()
     return meta
+
+
+async def _save_guests(lab: Lab, tmp: Path) -> dict[str, SlotNode]:
+    """Pause every guest (the nodes' saved states are one consistent cut), then save each:
+    memory, the XML in its save image, its seeds, and its overlay (frozen) into `tmp`."""
+    import libvirt
+
+    assert lab.state is not None
+    state, lab_dir = lab.state, Path(lab.state.directory)
+    domains = {n: await lab.hv.call(lab.hv.conn.lookupByName, s.domain) for n, s in state.nodes.items()}
+    for dom in domains.values():
+        await lab.hv.call(dom.suspend)
+    nodes: dict[str, SlotNode] = {}
+    for node_state in state.nodes.values():
+        mem = str(tmp / f"{node_state.name}.mem")
+        await lab.hv.call(domains[node_state.name].save, mem)
+        # the XML stored in the save image (the one a restore's XML must match, e.g. its
+        # CPU check mode, which the live XML reports differently)
+        xml = await lab.hv.call(lab.hv.conn.saveImageGetXMLDesc, mem, libvirt.VIR_DOMAIN_SAVE_IMAGE_XML_SECURE)
+        seeds = []
+        for seed in lab_dir.glob(f"{node_state.name}.seed.*"):
+            shutil.copy2(seed, tmp / seed.name)
+            seeds.append(seed.name)
+        disk = tmp / f"{node_state.name}.disk.qcow2"
+        shutil.move(lab_dir / f"{node_state.name}.qcow2", disk)
+        disk.chmod(0o444)
+        nodes[node_state.name] = SlotNode.of(node_state, xml, seeds)
+    return nodes
+
+
+def _discard(tmp: Path) -> None:
+    """Remove a partial slot directory (its frozen disks made writable first)."""
+    for f in tmp.glob("*.disk.qcow2"):
+        with contextlib.suppress(OSError):
+            f.chmod(0o644)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- restoring ----------------------------------------------------------------------------
