@@ -22,7 +22,7 @@ from rich.text import Text
 from testbed.config import project_root
 from testbed.db.read import make_filter, open_read_only
 from testbed.errors import InputError
-from testbed.export.dataset import export_dataset
+from testbed.export.dataset import ExportResult, export_dataset
 from testbed.model.outputs import check_output, make_directory
 from testbed.render.terminal import cell
 from testbed.render.terminal import console as table_console
@@ -97,8 +97,12 @@ def export_command(
             passed_only=passed_only,
             license=license,
         )
-    if quiet:
-        return
+    if not quiet:
+        _print_summary(result, out_dir)
+
+
+def _print_summary(result: ExportResult, out_dir: Path) -> None:
+    """What was exported: rows, bytes and redacted rows per table, then any warnings."""
     table = Table()
     for column in ("table", "rows", "bytes", "rows redacted"):
         table.add_column(column, justify="left" if column == "table" else "right")
