@@ -26,7 +26,9 @@ from testbed.runner.request import RunRequest, RunResult, admit_task
 from testbed.runner.warm import WarmStarts, cell_key
 from testbed.runtime import Runtime, runtime
 from testbed.server.envapi.catalog import task_catalog
-from testbed.server.envapi.episodes import EpisodeManager, ExternalAgent, NotFoundError
+from testbed.server.envapi.episodes import EpisodeManager
+from testbed.server.envapi.errors import NotFoundError
+from testbed.server.envapi.external import ExternalAgent
 
 log = logging.getLogger(__name__)
 

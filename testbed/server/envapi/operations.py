@@ -10,13 +10,12 @@ from fastapi import HTTPException
 from pydantic import ValidationError
 
 from testbed.errors import InputError
-from testbed.server.envapi.episodes import (
+from testbed.server.envapi.episodes import Episode, EpisodeManager
+from testbed.server.envapi.errors import (
     BusyError,
     CapacityError,
     DoneError,
-    Episode,
     EpisodeError,
-    EpisodeManager,
     NotFoundError,
     StepTimeout,
 )
