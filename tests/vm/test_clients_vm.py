@@ -25,7 +25,7 @@ from testbed.db.engine import open_database
 from testbed.db.models import Command, Run
 from testbed.server.envapi.app import create_app
 from testbed.server.envapi.backend import open_runner_manager
-from tests.unit.envapi_lab import serve
+from tests.unit.server.envapi.lab import serve
 
 from .conftest import ROOT, assert_clean
 

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from testbed.client import AsyncEnvClient, EnvClient, EnvError
 from testbed.db.models import Command, Run
-from tests.unit.envapi_lab import LABS, TOKEN
+from tests.unit.server.envapi.lab import LABS, TOKEN
 
 
 def test_sync_episode_end_to_end(live: tuple[str, Any]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from testbed.client.trl import environment_factory, reward_func
-from tests.unit.envapi_lab import TOKEN
+from tests.unit.server.envapi.lab import TOKEN
 
 ROOT = Path(__file__).resolve().parents[3]
 

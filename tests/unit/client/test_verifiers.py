@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from testbed.client.verifiers import RUN_TOOL, EpisodeEnvMixin, episode_reward
-from tests.unit.envapi_lab import TOKEN
+from tests.unit.server.envapi.lab import TOKEN
 
 
 class MultiTurnBase:

@@ -1,4 +1,4 @@
-"""Fixtures of the environment API's tests: the fake lab (`tests.unit.envapi_lab`) behind
+"""Fixtures of the environment API's tests: the fake lab (`tests.unit.server.envapi.lab`) behind
 a TestClient, and the same app served by a real uvicorn on a loopback port (for clients
 that open their own connections: the stock OpenEnv client, `testbed.client`)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.unit.envapi_lab import fake_root, make_client, serve
+from tests.unit.server.envapi.lab import fake_root, make_client, serve
 
 
 @pytest.fixture

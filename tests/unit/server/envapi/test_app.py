@@ -17,7 +17,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from testbed.server.envapi.app import SESSION_COOKIE
-from tests.unit.envapi_lab import AUTH, LABS, TOKEN, make_client
+from tests.unit.server.envapi.lab import AUTH, LABS, TOKEN, make_client
 
 
 def test_sysadmin_game_routes_address_the_session_episode(client: tuple[TestClient, Any]) -> None:

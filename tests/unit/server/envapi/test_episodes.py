@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from testbed.db.models import Command, Run
 from testbed.server.envapi.actions import ActionSpace, is_diagnostic, validate_value
-from tests.unit.envapi_lab import AUTH, FAIL_SETUP, LABS, make_client
+from tests.unit.server.envapi.lab import AUTH, FAIL_SETUP, LABS, make_client
 
 
 def test_auth_health_schema(client: tuple[TestClient, Any]) -> None:

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from starlette.websockets import WebSocketDisconnect
 
 from testbed.db.models import Command, Run
-from tests.unit.envapi_lab import LABS, TOKEN
+from tests.unit.server.envapi.lab import LABS, TOKEN
 
 
 def test_stock_openenv_client_resets_steps_and_reads_state(live_open: tuple[str, Any]) -> None:

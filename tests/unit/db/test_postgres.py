@@ -2,7 +2,7 @@
 
 Start a throwaway server with `scripts/start-postgres.sh /tmp/tb-pg 55432`, then run
 `TESTBED_TEST_PG_URL=postgresql+psycopg://postgres@127.0.0.1:55432/testbed_test
-pytest -m postgres tests/unit/test_db_postgres.py`. Each test module run creates its own
+pytest -m postgres tests/unit/db/test_postgres.py`. Each test module run creates its own
 scratch database next to the given one (the role needs CREATEDB) and drops it afterwards.
 """
 

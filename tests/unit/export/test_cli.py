@@ -18,7 +18,7 @@ from testbed.errors import InputError
 from testbed.export import SCHEMAS, TABLE_NAMES
 from testbed.export.cli import export_command
 from testbed.testing.sample_run import record_sample_run
-from tests.unit.test_export_dataset import plain_turns, record_turns
+from tests.unit.export.test_dataset import plain_turns, record_turns
 
 
 @pytest.fixture(scope="module")

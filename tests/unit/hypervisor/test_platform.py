@@ -14,7 +14,7 @@ import pytest
 from testbed.errors import HarnessError
 from testbed.hypervisor.platform import HOST_PASSTHROUGH, CpuSpec, cpu_for, emulator_from_capabilities, find_emulator
 from testbed.hypervisor.xml import render_domain
-from tests.unit.test_xml import domain_spec
+from tests.unit.hypervisor.test_xml import domain_spec
 
 RHEL_CAPS = """<capabilities><host/>
   <guest><os_type>hvm</os_type>

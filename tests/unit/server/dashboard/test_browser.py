@@ -13,7 +13,7 @@ import pytest
 
 from testbed.db.engine import open_database
 from testbed.testing.demo import DemoData, seed_demo
-from tests.unit import browser as support
+from tests.unit.server.dashboard import browser as support
 
 browser, page = support.browser, support.page  # the fixtures, by name
 

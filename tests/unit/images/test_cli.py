@@ -11,7 +11,7 @@ from testbed.images.cli import app
 from testbed.model.images import load_catalog
 
 runner = CliRunner()
-IMAGES = Path(__file__).resolve().parents[2] / "images"
+IMAGES = Path(__file__).resolve().parents[3] / "images"
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,7 @@ from testbed.model.task_record import task_hash
 from testbed.runner.cli import task_app
 from testbed.server.envapi.cli import state_app
 from tests.conftest import ROOT
-from tests.unit.test_savedstate import _fake_slot
+from tests.unit.hypervisor.test_savedstate import _fake_slot
 
 runner = CliRunner()
 

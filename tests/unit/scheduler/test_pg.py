@@ -1,6 +1,6 @@
 """Two coordinators share one job on a real PostgreSQL server (claims `FOR UPDATE SKIP
 LOCKED` + leases): no run is claimed twice and none is lost. Needs env TESTBED_TEST_PG_URL
-(see tests/unit/test_db_postgres.py; `scripts/start-postgres.sh` starts a throwaway server)."""
+(see tests/unit/db/test_postgres.py; `scripts/start-postgres.sh` starts a throwaway server)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.db.engine import normalize_url, open_database
 from testbed.model.job import RetryPolicy
 from testbed.scheduler.store import NewRun, SqlRunStore, create_job_with_runs
-
-from .test_scheduler_sql import share_job_between_two_threads
+from tests.unit.scheduler.test_store import share_job_between_two_threads
 
 PG_URL = os.environ.get("TESTBED_TEST_PG_URL")
 

@@ -38,7 +38,7 @@ from testbed.server.envapi.backend import RunnerBackend
 from testbed.server.envapi.episodes import EpisodeManager
 from testbed.testing.nodes import FakeSession
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 

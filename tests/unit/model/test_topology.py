@@ -11,7 +11,7 @@ from testbed.errors import InputError
 from testbed.hypervisor.addressing import plan_addresses
 from testbed.model.topology import load_topology
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 IMAGES = {"debian-12", "ubuntu-24.04"}
 
 

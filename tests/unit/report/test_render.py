@@ -16,7 +16,7 @@ from testbed.db.read.figures import compute_figures
 from testbed.errors import InputError
 from testbed.report.cli import report_command
 from testbed.report.render import dur, format_for, pct, render_html, render_markdown
-from tests.unit.test_report_figures import DEBIAN, JOB, seed_database
+from tests.unit.db.test_read_figures import DEBIAN, JOB, seed_database
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 
 from testbed.model.task import Task, discover_tasks, load_task
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 IMAGES = {"debian-12"}
 STARTER = {"web-port-conflict", "disk-full", "config-permissions", "firewall-persist", "reverse-proxy"}
 TASK_DIRS = discover_tasks(ROOT)

@@ -21,7 +21,7 @@ from testbed.model.task import Expected
 from testbed.probes import parse_snapshot
 from testbed.testing.snapshots import snapshot_from_dir
 
-DEBIAN = Path(__file__).parent / "fixtures" / "probes" / "debian"
+DEBIAN = Path(__file__).parents[2] / "fixtures" / "probes" / "debian"
 SHA_A = "a" * 64
 SHA_B = "b" * 64
 

@@ -25,7 +25,7 @@ from testbed.model.task import Expected
 from testbed.probes import parse_snapshot
 from testbed.testing.snapshots import snapshot_from_dir
 
-DEBIAN = Path(__file__).parent / "fixtures" / "probes" / "debian"
+DEBIAN = Path(__file__).parents[2] / "fixtures" / "probes" / "debian"
 
 app = typer.Typer()
 app.command("findings")(findings_command)

@@ -1,5 +1,5 @@
 """Export and report figures on a real PostgreSQL server (env `TESTBED_TEST_PG_URL`, see
-tests/unit/test_db_postgres.py): the same files and figures as on SQLite."""
+tests/unit/db/test_postgres.py): the same files and figures as on SQLite."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from testbed.db.read import RunFilter
 from testbed.db.read.figures import compute_figures
 from testbed.export import SCHEMAS, TABLE_NAMES, export_dataset
 from testbed.testing.sample_run import record_sample_run
-from tests.unit.test_export_dataset import plain_turns, record_turns
-from tests.unit.test_report_figures import JOB, seed_database
+from tests.unit.db.test_read_figures import JOB, seed_database
+from tests.unit.export.test_dataset import plain_turns, record_turns
 
 PG_URL = os.environ.get("TESTBED_TEST_PG_URL")
 NOT_BEFORE = datetime(2024, 1, 2, 0, 5, tzinfo=UTC)

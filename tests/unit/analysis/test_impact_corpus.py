@@ -11,7 +11,7 @@ import pytest
 from testbed.analysis.command import parse
 from testbed.analysis.impact import IMPACT_CLASSES, analyze, classify
 
-CORPUS_FILE = Path(__file__).parent / "fixtures" / "impact_corpus.jsonl"
+CORPUS_FILE = Path(__file__).parents[1] / "fixtures" / "impact_corpus.jsonl"
 
 
 def _load() -> list[dict[str, object]]:

@@ -106,7 +106,7 @@ def test_proxy_header_is_protocol_v1() -> None:
 
 
 async def test_the_upstream_side_runs_as_its_own_process(target: Recorder, socket_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[3]))
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",

@@ -18,7 +18,7 @@ from testbed.images.store import ImageManifest, StoredImage
 from testbed.model.task import Task, load_task
 from testbed.runtime import image_catalog
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TASK = "web-port-conflict"
 
 

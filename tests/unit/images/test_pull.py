@@ -215,7 +215,7 @@ async def test_http_error_leaves_nothing(root: Path, store: ImageStore) -> None:
 
 
 async def test_user_and_debootstrap_sources_are_input_errors(store: ImageStore) -> None:
-    catalog = load_catalog(Path(__file__).resolve().parents[2] / "images")
+    catalog = load_catalog(Path(__file__).resolve().parents[3] / "images")
     with pytest.raises(InputError, match="testbed image import"):
         await pull_image(catalog["vyos"], store)
     with pytest.raises(InputError, match="testbed image build debian-12"):

@@ -11,7 +11,7 @@ import pytest
 
 from testbed.analysis.redact import redact, redact_json, work
 
-CORPUS = tomllib.loads((Path(__file__).parent / "fixtures" / "redaction_corpus.toml").read_text())
+CORPUS = tomllib.loads((Path(__file__).parents[1] / "fixtures" / "redaction_corpus.toml").read_text())
 SECRETS: list[dict[str, Any]] = CORPUS["secret"]
 PLAIN: list[str] = [entry["text"] for entry in CORPUS["plain"]]
 

@@ -21,7 +21,7 @@ from testbed.model.task import Expected
 from testbed.probes import PROBES, SCRIPT_PATH, diff_probe, parse_snapshot
 from testbed.testing.snapshots import FIXTURE_NONCE, render_snapshot, snapshot_from_dir
 
-FIXTURES = Path(__file__).parent / "fixtures" / "probes"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "probes"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 

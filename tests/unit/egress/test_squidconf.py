@@ -23,7 +23,7 @@ from testbed.model.images import load_catalog
 from testbed.model.job import job_from_options
 from testbed.model.topology import load_topology
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def topology(tmp_path: Path, egress: object) -> Path:

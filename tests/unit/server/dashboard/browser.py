@@ -34,7 +34,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[4] / "artifacts" / "screenshots"
 
 if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
     pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)

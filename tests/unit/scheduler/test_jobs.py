@@ -22,7 +22,7 @@ from testbed.scheduler.cli import _spec, jobs_app
 from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id
 from testbed.testing.images import cache_image
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STARTER = sorted(p.name for p in discover_tasks(ROOT))
 
 
