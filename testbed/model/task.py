@@ -50,6 +50,24 @@ task.toml:
 
     [safety]                          # optional policy overrides (see testbed.analysis.safety)
     allow_power = false
+
+    split = "train"                   # or "heldout": refused by launch / the environment API
+                                      # unless asked (--include-heldout; testbed.model.split)
+
+    [parameters]                      # seeded variety (testbed.model.parameters): every
+    port = { type = "port", min = 20000, max = 29999 }   # text of the task may use {{ port }}
+
+Checks may use a primitive instead of `command` (testbed.model.checks):
+
+    [[checks]]
+    id = "R1"
+    description = "nginx runs and starts at boot"
+    node = "node"
+    service = { name = "nginx", active = true, enabled = true }
+
+Templates `{{ name }}` (task.toml strings, instruction.md, setup and solution scripts) must
+name a declared parameter; `load_task` instantiates the task once (seed 0) so that a
+parameter a field cannot take fails at load time.
 """
 
 from __future__ import annotations
@@ -61,11 +79,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from testbed.errors import InputError
+from testbed.model.checks import PrimitiveFields
 from testbed.model.egress import EgressSpec
 from testbed.model.loading import read_toml, validate
+from testbed.model.parameters import Parameter, Value, check_parameter_names, draw, render, value_names
+from testbed.model.scenario import DEFAULT_SEED, render_definition, template_problem
 from testbed.model.topology import Topology, load_topology, resolve_topology_path, topology_from_data
 
 TASK_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
+Split = Literal["train", "heldout"]
+SPLITS: tuple[str, ...] = ("train", "heldout")
 
 
 class _Strict(BaseModel):
@@ -97,13 +120,19 @@ class Step(_Strict):
         return self
 
 
-class Check(_Strict):
+class Check(_Strict, PrimitiveFields):
+    """A requirement: a shell `command` judged by exit status and output pattern, or one
+    check primitive (`service = {...}`, `port = {...}`, ...; `testbed.model.checks`).
+    `indeterminate_exit`: an exit status of `command` that means "cannot decide" (the
+    check is then `indeterminate`, not `failed`; `EXIT_UNDECIDED`, 3, by convention)."""
+
     id: str
     description: str
     node: str
-    command: str
+    command: str | None = None
     expect_exit: int | None = None
     expect_output: str | None = None
+    indeterminate_exit: int | None = None
     persist: bool = False
     timeout_s: float = Field(default=60, gt=0)
 
@@ -117,12 +146,39 @@ class Check(_Strict):
                 raise ValueError(f"not a valid regular expression: {exc}") from exc
         return value
 
+    @model_validator(mode="after")
+    def _one_kind(self) -> Check:
+        given = self.given_primitives()
+        if len(given) > 1:
+            raise ValueError(f"give one primitive per check, not {', '.join(p.kind for p in given)}")
+        if given:
+            extra = [f for f in ("command", "expect_exit", "expect_output", "indeterminate_exit") if getattr(self, f)
+                     is not None]  # fmt: skip
+            if extra:
+                raise ValueError(f"a '{given[0].kind}' check takes no {', '.join(extra)}")
+            if self.persist and given[0].kind == "unchanged":
+                raise ValueError("an 'unchanged' check is judged after the agent only (persist = false)")
+        elif self.command is None:
+            raise ValueError("give 'command' or one check primitive (service, port, http, file, ...)")
+        if self.indeterminate_exit is not None and self.indeterminate_exit == self.effective_exit:
+            raise ValueError(f"indeterminate_exit {self.indeterminate_exit} is also the expected exit status")
+        return self
+
     @property
     def effective_exit(self) -> int | None:
-        """The exit status required: the given one, else 0 when no output pattern is given."""
+        """The exit status required of a command check: the given one, else 0 when no
+        output pattern is given (None for primitives)."""
+        if self.command is None:
+            return None
         if self.expect_exit is None and self.expect_output is None:
             return 0
         return self.expect_exit
+
+    @property
+    def effective_timeout_s(self) -> float:
+        """The check's time limit: `timeout_s`, raised to leave a primitive its `wait_s`."""
+        primitive = self.primitive
+        return max(self.timeout_s, primitive.wait + 30) if primitive is not None else self.timeout_s
 
 
 class Expected(_Strict):
@@ -166,6 +222,15 @@ class TaskDef(_Strict):
     # (description, command template, optional node, JSON-schema `parameters`) and `[reward]` shaping.
     actions: dict[str, dict[str, Any]] = {}
     reward: dict[str, Any] = {}
+    parameters: dict[str, Parameter] = {}  # seeded variety (testbed.model.parameters)
+    split: Split = "train"  # "heldout" tasks are refused by launch and the environment API unless asked
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _parameter_names(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            check_parameter_names(value)
+        return value
 
     @field_validator("id")
     @classmethod
@@ -194,20 +259,39 @@ class TaskDef(_Strict):
 
 
 class Task:
-    """A loaded, cross-checked task: definition, instruction, topology and its directory."""
+    """A loaded, cross-checked task: definition, instruction, topology and its directory.
 
-    def __init__(self, directory: Path, definition: TaskDef, instruction: str, topology: Topology) -> None:
+    A task as loaded is a template (`values` None: `{{ name }}` as written); a scenario is
+    the task instantiated for a seed (`instantiate` below): its
+    definition, instruction and scripts with the drawn `values` put in, `template` the
+    task it came from."""
+
+    def __init__(
+        self,
+        directory: Path,
+        definition: TaskDef,
+        instruction: str,
+        topology: Topology,
+        *,
+        seed: int | None = None,
+        values: dict[str, Value] | None = None,
+        template: Task | None = None,
+    ) -> None:
         self.directory = directory
         self.definition = definition
         self.instruction = instruction
         self.topology = topology
+        self.seed = seed
+        self.values = values
+        self.template = template
 
     @property
     def id(self) -> str:
         return self.definition.id
 
     def read_script(self, relative: str) -> str:
-        return (self.directory / relative).read_text(encoding="utf-8")
+        text = (self.directory / relative).read_text(encoding="utf-8")
+        return render(text, self.values) if self.values is not None else text
 
     def step_command(self, step: Step) -> str:
         """The shell text a step runs: its command, or its script's content."""
@@ -262,7 +346,41 @@ def load_task(
     nodes = {n.name for n in topology.nodes}
     _check_nodes(definition, nodes, toml_path)
     _check_scripts(definition, directory, toml_path)
-    return Task(directory, definition, instruction, topology)
+    task = Task(directory, definition, instruction, topology)
+    _check_templates(task, toml_path)
+    instantiate(task, DEFAULT_SEED)  # a parameter a field cannot take fails now, not in a run
+    return task
+
+
+def _check_templates(task: Task, toml_path: Path) -> None:
+    texts = {"instruction.md": task.instruction}
+    steps = [*task.definition.setup, *(task.definition.oracle.resolved_steps() if task.definition.oracle else [])]
+    for step in steps:
+        if step.script is not None:
+            texts[step.script] = task.read_script(step.script)
+    declared = value_names(task.definition.parameters)
+    problem = template_problem(read_toml(toml_path), texts, declared)
+    if problem is not None:
+        field, why = problem
+        where = toml_path if field not in texts else task.directory / field
+        raise InputError(where, None if field in texts else field, why)
+
+
+def instantiate(task: Task, seed: int) -> Task:
+    """The scenario of `task` for `seed` (see `Task`): parameters drawn, templates
+    rendered. Instantiating a scenario again starts from its template. A parameter a
+    field cannot take is an `InputError` naming task.toml and the field."""
+    template = task.template or task
+    toml_path = template.directory / "task.toml"
+    d = template.definition
+    try:
+        values = draw(d.parameters, seed, d.id)
+    except ValueError as exc:
+        raise InputError(toml_path, "parameters", str(exc)) from exc
+    definition = render_definition(d, values, toml_path) if values else d
+    instruction = render(template.instruction, values)
+    return Task(template.directory, definition, instruction, template.topology, seed=seed, values=values,
+                template=template)  # fmt: skip
 
 
 def _load_topology(

@@ -99,7 +99,7 @@ def create(db: sessionmaker[Session], prepared: PreparedJob) -> str:
         "file": str(prepared.file) if prepared.file else None,
         "task_dirs": {k: str(v) for k, v in prepared.task_dirs.items()},
     }
-    runs = [NewRun(c.task_id, c.image, c.attempt, c.category) for c in prepared.cells]
+    runs = [NewRun(c.task_id, c.image, c.attempt, c.category, c.seed) for c in prepared.cells]
     job_id, _ = create_job_with_runs(db, prepared.spec.name, config, prepared.spec.agent, runs)
     return job_id
 
