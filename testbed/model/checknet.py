@@ -47,7 +47,7 @@ ENVIRON["TB_SRC"] == "netstat" && $1 !~ /^(tcp|udp)/ { next }
 """
 
 PROCESS_AWK = r"""
-index($0, "\"" ENVIRON["TB_PROC"] "\"") || index($NF, "/" ENVIRON["TB_PROC"]) { found = 1 }
+index($0, "\"" ENVIRON["TB_PROC"] "\"") || index($0, "/" ENVIRON["TB_PROC"]) { found = 1 }
 END { exit !found }
 """
 

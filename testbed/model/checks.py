@@ -56,21 +56,23 @@ EXIT_UNDECIDED = 3
 """Exit statuses of primitive scripts (and the documented `indeterminate_exit` of command checks)."""
 
 NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9@._:+-]{0,127}$")
-USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}\$?$")
+USER_RE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9._-]{0,31}\$?|[0-9]{1,10})$")
 SYSCTL_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,200}$")
 MODE_RE = re.compile(r"^0?[0-7]{3}$|^[0-7]{4}$")
 SCHEDULE_FIELD_RE = re.compile(r"^[0-9A-Za-z*/,-]+$")
 CRON_WORDS = {"@reboot", "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 
 
-def _template(value: str) -> str:
-    if not WHOLE_TEMPLATE_RE.match(value):
-        raise ValueError(f"'{value}' is neither an integer nor a template such as '{{{{ port }}}}'")
+def _int_or_template(value: int | str) -> int | str:
+    if isinstance(value, str):
+        if value.strip().isdigit():
+            return int(value)
+        if not WHOLE_TEMPLATE_RE.match(value):
+            raise ValueError(f"'{value}' is neither an integer nor a template such as '{{{{ port }}}}'")
     return value
 
 
-Template = Annotated[str, AfterValidator(_template)]
-IntOrTemplate = int | Template
+IntOrTemplate = Annotated[int | str, AfterValidator(_int_or_template)]
 """An integer field that may be written as a template of an integer parameter."""
 
 
@@ -130,7 +132,7 @@ Name = Annotated[str, AfterValidator(_named)]
 
 def _user(value: str) -> str:
     if not USER_RE.match(value) and not WHOLE_TEMPLATE_RE.match(value):
-        raise ValueError(f"'{value}' is not a valid user or group name")
+        raise ValueError(f"'{value}' is not a valid user or group name (or numeric id)")
     return value
 
 

@@ -5,9 +5,12 @@ shell variables (shell-quoted; upper-case ones exported, so awk reads them from 
 — awk's `-v` would interpret backslashes), a function `tb_probe` that sets `tb_msg` and
 returns 0 (holds), 1 (does not hold) or 3 (cannot decide), and a loop that calls it once a
 second until it does not return 1 or `wait` seconds have passed; the script prints
-`tb_msg` as its last line and exits with the probe's status. POSIX sh only (dash, bash,
-busybox ash). `Target` is what generation depends on: the guest's init system and package
-database, from its image definition.
+`tb_msg` (newlines made spaces) as its last line and exits with the probe's status. POSIX sh only (dash, bash,
+busybox ash). Test seams (as the snapshot script's): `TESTBED_CHECK_PATH` replaces the
+search path and `TESTBED_CHECK_ROOT` prefixes the system files a script reads itself
+(/proc/mounts, /proc/sys, /etc/fstab, /etc/passwd, /etc/group, cron files,
+/run/systemd/system); both are unset on guests. `Target` is what generation depends on:
+the guest's init system and package database, from its image definition.
 """
 
 from __future__ import annotations
@@ -61,9 +64,10 @@ def script(kind: str, summary: str, variables: dict[str, object], body: str, wai
     if exported:
         assigns += "\nexport " + " ".join(exported)
     return f"""# testbed check primitive: {kind} ({summary.replace(chr(10), " ")})
-PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+PATH=${{TESTBED_CHECK_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}}
 LC_ALL=C
 export PATH LC_ALL
+tb_root=${{TESTBED_CHECK_ROOT:-}}
 tb_have() {{ command -v "$1" >/dev/null 2>&1; }}
 {assigns}
 tb_probe() {{
@@ -79,7 +83,11 @@ while :; do
     [ $(( $(date +%s) - tb_start )) -lt "$tb_wait" ] || break
     sleep 1
 done
-printf '%s\\n' "$tb_msg"
+tb_line=
+while IFS= read -r tb_part; do tb_line="$tb_line$tb_part "; done <<TB_EOF
+$tb_msg
+TB_EOF
+printf '%s\\n' "${{tb_line% }}"
 exit "$tb_rc"
 """
 
@@ -97,5 +105,5 @@ def need_tool(tool: str, why: str) -> str:
 def expect(flag: str, want: bool, what: str, yes: str, no: str) -> str:
     """Fail unless shell variable `flag` is `yes` (want) or `no` (not want)."""
     if want:
-        return f'[ "${flag}" = yes ] || {{ tb_msg="{what} {no}, expected {yes}"; return 1; }}'
-    return f'[ "${flag}" = no ] || {{ tb_msg="{what} {yes}, expected {no}"; return 1; }}'
+        return f'[ "${flag}" = yes ] || {{ tb_msg="{what} {no} (expected: {yes})"; return 1; }}'
+    return f'[ "${flag}" = no ] || {{ tb_msg="{what} {yes} (expected: {no})"; return 1; }}'

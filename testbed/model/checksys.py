@@ -30,8 +30,10 @@ def service(p: ServiceCheck, target: Target) -> str:
     if target.init == "systemd":
         unit = p.name
         lines = [
-            "    tb_have systemctl || { " + undecided("systemctl not found: cannot tell the state of $TB_UNIT") + "; }",
-            "    [ -d /run/systemd/system ] || { " + undecided("systemd is not running: cannot tell $TB_UNIT") + "; }",
+            need_tool("systemctl", "systemctl not found: cannot tell the state of $TB_UNIT"),
+            '    [ -d "$tb_root/run/systemd/system" ] || { '
+            + undecided("systemd is not running: cannot tell $TB_UNIT")
+            + "; }",
         ]
         if p.active is not None:
             lines += [
@@ -47,7 +49,7 @@ def service(p: ServiceCheck, target: Target) -> str:
             ]
     elif target.init == "openrc":
         unit = p.name.removesuffix(".service")
-        lines = ["    tb_have rc-service || { " + undecided("rc-service not found: cannot tell $TB_UNIT") + "; }"]
+        lines = [need_tool("rc-service", "rc-service not found: cannot tell $TB_UNIT")]
         if p.active is not None:
             lines += [
                 '    if rc-service "$TB_UNIT" status >/dev/null 2>&1; then tb_on=yes; else tb_on=no; fi',
@@ -177,7 +179,7 @@ def _entry(database: str) -> list[str]:
         "    if tb_have getent; then",
         f'        tb_ent=$(getent {database} "$TB_NAME" 2>/dev/null)',
         "    else",
-        f"        tb_ent=$(awk -F: '$1 == ENVIRON[\"TB_NAME\"] {{ print; exit }}' /etc/{database})",
+        f"        tb_ent=$(awk -F: '$1 == ENVIRON[\"TB_NAME\"] {{ print; exit }}' \"$tb_root/etc/{database}\")",
         "    fi",
     ]
 
@@ -259,12 +261,13 @@ def cron(p: CronCheck, _target: Target) -> str:
     found = "has" if p.present else "has no"
     lines = [
         "    tb_entries=$(",
-        '        for f in /var/spool/cron/crontabs/"$TB_USER" /var/spool/cron/"$TB_USER" /etc/crontabs/"$TB_USER"; do',
+        '        for f in "$tb_root/var/spool/cron/crontabs/$TB_USER" "$tb_root/var/spool/cron/$TB_USER" \\',
+        '            "$tb_root/etc/crontabs/$TB_USER"; do',
         '            [ -f "$f" ] && TB_SYS=0 awk "$tb_collect" "$f"',
         "        done",
-        "        for f in /etc/crontab /etc/cron.d/*; do",
+        '        for f in "$tb_root/etc/crontab" "$tb_root"/etc/cron.d/*; do',
         '            [ -f "$f" ] || continue',
-        '            case ${f##*/} in *.*|*~) [ "$f" = /etc/crontab ] || continue ;; esac',
+        '            case ${f##*/} in *.*|*~) [ "$f" = "$tb_root/etc/crontab" ] || continue ;; esac',
         '            TB_SYS=1 awk "$tb_collect" "$f"',
         "        done",
         "        true)",
@@ -285,8 +288,8 @@ def mount(p: MountCheck, _target: Target) -> str:
     target = p.path.replace("\\", "\\134").replace(" ", "\\040").replace("\t", "\\011")
     v: dict[str, object] = {"TB_TARGET": target, "tb_path": p.path, "tb_find": MOUNT_AWK, "tb_fstab": FSTAB_AWK}
     lines = [
-        "    [ -r /proc/mounts ] || { " + undecided("/proc/mounts is not readable") + "; }",
-        '    tb_line=$(awk "$tb_find" /proc/mounts)',
+        '    [ -r "$tb_root/proc/mounts" ] || { ' + undecided("/proc/mounts is not readable") + "; }",
+        '    tb_line=$(awk "$tb_find" "$tb_root/proc/mounts")',
     ]
     if not p.mounted:
         lines.append('    [ -z "$tb_line" ] || { tb_msg="$tb_path is mounted: $tb_line"; return 1; }')
@@ -305,7 +308,8 @@ def mount(p: MountCheck, _target: Target) -> str:
                          '($4)"; return 1 ;; esac')  # fmt: skip
     if p.fstab is not None:
         lines += [
-            '    if [ -r /etc/fstab ] && awk "$tb_fstab" /etc/fstab; then tb_on=yes; else tb_on=no; fi',
+            '    if [ -r "$tb_root/etc/fstab" ] && awk "$tb_fstab" "$tb_root/etc/fstab"; then tb_on=yes; '
+            "else tb_on=no; fi",
             "    " + expect("tb_on", p.fstab, "/etc/fstab", "has an entry for it", "has no entry for it"),
         ]
     lines.append('    tb_msg="$tb_path: mount as expected"; return 0')
@@ -317,8 +321,9 @@ def mount(p: MountCheck, _target: Target) -> str:
 
 def sysctl(p: SysctlCheck, _target: Target) -> str:
     path = "/proc/sys/" + (p.key if "/" in p.key else p.key.replace(".", "/"))
-    v: dict[str, object] = {"tb_key": p.key, "tb_file": path}
+    v: dict[str, object] = {"tb_key": p.key, "tb_path": path}
     lines = [
+        "    tb_file=$tb_root$tb_path",
         '    [ -r "$tb_file" ] || { tb_msg="no sysctl $tb_key on this kernel"; return 1; }',
         "    tb_val=$(tr '\\t' ' ' < \"$tb_file\" | tr -s ' ')",
     ]
