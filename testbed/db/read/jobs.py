@@ -8,7 +8,8 @@ Contracts:
 - `job_detail(session, ref)` resolves the job (`testbed.db.read.ids`, field `JOB_ID`) and
   lists every run of it (retries included) by task, variant, attempt and creation.
 - `final_errors(session, job_id)` counts the job's matrix cells whose LAST run (one no
-  retry replaced) ended as `error`.
+  retry replaced) ended as `error`; `final_counts_by_category` counts those last runs by
+  outcome per task category (what promotion gates judge).
 - `job_choices` is (id, name) of the newest jobs, for a drop-down.
 """
 
@@ -24,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from testbed.db.models import Job, Run
 from testbed.db.read.ids import resolve_job_id
-from testbed.db.read.rates import OutcomeCounts
+from testbed.db.read.rates import UNKNOWN, OutcomeCounts, count_outcomes, fold
 from testbed.model.vocab import Outcome, RunState
 
 
@@ -140,3 +141,11 @@ def final_errors(session: Session, job_id: str) -> int:
         .where(Run.job_id == job_id, Run.outcome == Outcome.ERROR, Run.id.not_in(replaced))
     )
     return int(session.scalar(stmt) or 0)
+
+
+def final_counts_by_category(session: Session, job_id: str) -> dict[str, OutcomeCounts]:
+    """The job's final runs (the last run of every cell: one no retry replaced) counted by
+    outcome per task category (NULL → `UNKNOWN`)."""
+    replaced = select(Run.retry_of).where(Run.job_id == job_id, Run.retry_of.is_not(None))
+    rows = count_outcomes(session, Run.task_category, where=[Run.job_id == job_id, Run.id.not_in(replaced)])
+    return fold(rows, UNKNOWN)

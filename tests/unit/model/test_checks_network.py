@@ -22,7 +22,7 @@ from tests.unit.model.guestsh import SHELLS, GuestSh
 T = Target()
 shells = pytest.mark.parametrize("shell", SHELLS)
 
-SS_TCP = """LISTEN 0      511          0.0.0.0:80        0.0.0.0:*    users:(("nginx",pid=411,fd=6),("nginx",pid=410,fd=6))
+SS_TCP = """LISTEN 0      511          0.0.0.0:80        0.0.0.0:*    users:(("nginx",pid=41,fd=6),("nginx",pid=4,fd=6))
 LISTEN 0      128        127.0.0.1:8080      0.0.0.0:*    users:(("report-api",pid=530,fd=3))
 LISTEN 0      511             [::]:80           [::]:*    users:(("nginx",pid=411,fd=7))
 LISTEN 0      128   [fe80::1]%eth0:9000         [::]:*    users:(("python3",pid=600,fd=3))"""
@@ -221,7 +221,9 @@ def test_judge_neighbor() -> None:
     assert judge_neighbor(up, 0, json.dumps(OSPF_FRR8, indent=2))[0] == "passed"
     status, reason = judge_neighbor(NeighborCheck(protocol="ospf", peer="10.0.13.3"), 0, json.dumps(OSPF_FRR10))
     assert status == "failed" and "Init/DROther, expected up" in reason
-    assert judge_neighbor(NeighborCheck(protocol="bfd", peer="10.0.0.3", state="down"), 0, json.dumps(BFD))[0] == "passed"
+    assert (
+        judge_neighbor(NeighborCheck(protocol="bfd", peer="10.0.0.3", state="down"), 0, json.dumps(BFD))[0] == "passed"
+    )
     status, reason = judge_neighbor(up, 0, "Exiting: failed to connect to any daemons.")
     assert status == "failed" and "no JSON" in reason
     assert judge_neighbor(up, 3, "vtysh (FRR) is not installed")[0] == "indeterminate"

@@ -115,9 +115,9 @@ def test_service_waits_until_it_holds(tmp_path: Path, shell: str) -> None:
     assert int(count.read_text()) == 2
 
 
+DPKG = 'case "$3" in chrony) echo "install ok installed" ;; old) echo "deinstall ok config-files" ;; *) exit 1 ;; esac'
 PACKAGE_TOOLS = {
-    "dpkg": ("dpkg-query", 'case "$3" in chrony) echo "install ok installed" ;; old) echo "deinstall ok config-files" ;; '
-             "*) exit 1 ;; esac"),
+    "dpkg": ("dpkg-query", DPKG),
     "rpm": ("rpm", '[ "$2" = chrony ]'),
     "apk": ("apk", '[ "$3" = chrony ]'),
     "opkg": ("opkg", '[ "$2" = chrony ] && echo "chrony - 4.5-1"; true'),
@@ -202,7 +202,10 @@ def test_user_and_group_with_getent_and_from_files(tmp_path: Path, shell: str) -
 @shells
 def test_cron_entries_from_user_and_system_files(tmp_path: Path, shell: str) -> None:
     g = GuestSh(tmp_path)
-    g.file("/var/spool/cron/crontabs/alice", "MAILTO=alice\n# m h dom mon dow command\n*/5 * * * * /usr/local/bin/report.sh --daily\n")
+    g.file(
+        "/var/spool/cron/crontabs/alice",
+        "MAILTO=alice\n# m h dom mon dow command\n*/5 * * * * /usr/local/bin/report.sh --daily\n",
+    )
     g.file("/etc/crontab", "SHELL=/bin/sh\n17 *\t* * *\troot    cd / && run-parts --report /etc/cron.hourly\n")
     g.file("/etc/cron.d/backup", "@daily backup /opt/backup/run.sh\n30 2 * * * alice /usr/bin/cleanup\n")
     g.file("/etc/cron.d/ignored.dpkg-old", "* * * * * alice /usr/bin/never\n")
@@ -227,7 +230,10 @@ def test_cron_entries_from_user_and_system_files(tmp_path: Path, shell: str) -> 
 @shells
 def test_mount_and_fstab(tmp_path: Path, shell: str) -> None:
     g = GuestSh(tmp_path)
-    g.file("/proc/mounts", "/dev/vda / ext4 rw,noatime 0 0\ntmpfs /srv/my\\040data tmpfs rw,nosuid,noexec,size=16384k 0 0\n")
+    g.file(
+        "/proc/mounts",
+        "/dev/vda / ext4 rw,noatime 0 0\ntmpfs /srv/my\\040data tmpfs rw,nosuid,noexec,size=16384k 0 0\n",
+    )
     g.file("/etc/fstab", "# static\n/dev/vda / ext4 defaults 0 1\n")
     run = lambda **kw: g.run(primitive_script(MountCheck(**kw), SYSTEMD), shell)  # noqa: E731
     assert run(path="/", fstype="ext4", source="^/dev/vd", options=["noatime"], fstab=True)[0] == 0

@@ -183,7 +183,7 @@ def test_split_and_seeds_in_a_job_matrix(tmp_path: Path) -> None:
         ("open-task", "debian-12", 3), ("open-task", "debian-12", 1),
         ("open-task", "debian-12-openrc", 3), ("open-task", "debian-12-openrc", 1),
     ]  # fmt: skip
-    with pytest.raises(InputError, match="held-out task.*secret-task.*--include-heldout") as info:
+    with pytest.raises(InputError, match=r"held-out task.*secret-task.*--include-heldout") as info:
         expand_matrix(JobSpec(name="j", split="all"), tmp_path, images=IMAGES)
     assert info.value.field == "include_heldout"
     both = expand_matrix(JobSpec(name="j", split="all", include_heldout=True), tmp_path, images=IMAGES)[1]

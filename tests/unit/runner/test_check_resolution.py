@@ -55,10 +55,10 @@ class LocalNode:
 
     async def exec(self, command: str, *, timeout: float | None = 120.0, **_kw: Any) -> ExecResult:
         self.executed.append(command)
+        env = {**self.env, "PATH": "/usr/bin:/bin"}
         proc = await asyncio.to_thread(
-            subprocess.run, ["bash", "-c", command], capture_output=True, text=True, env={**self.env, "PATH": "/usr/bin:/bin"},
-            timeout=timeout, check=False,
-        )  # fmt: skip
+            subprocess.run, ["bash", "-c", command], capture_output=True, text=True, env=env, timeout=timeout
+        )
         return ExecResult(command, proc.returncode, proc.stdout, proc.stderr, datetime.now(UTC), 1)
 
 
@@ -129,8 +129,12 @@ async def test_unchanged_from_the_runs_snapshots() -> None:
     journal.add_snapshot("node", SnapshotPoint.AFTER_AGENT, full_snapshot())
     status, detail = await judge_unchanged(node)
     assert status == "passed", detail
-    tmp = {"entries": {"/tmp": {"type": "dir", "mode": "1777", "owner": "root", "group": "root", "size": 4096},
-                       "/tmp/fix.sh": {"type": "file", "mode": "0644", "owner": "root", "group": "root", "size": 9}}}
+    tmp = {
+        "entries": {
+            "/tmp": {"type": "dir", "mode": "1777", "owner": "root", "group": "root", "size": 4096},
+            "/tmp/fix.sh": {"type": "file", "mode": "0644", "owner": "root", "group": "root", "size": 9},
+        }
+    }
     journal.add_snapshot("node", SnapshotPoint.AFTER_AGENT, full_snapshot(tmp_files=tmp))  # fmt: skip
     status, detail = await judge_unchanged(node)
     assert status == "failed" and "/tmp/fix.sh" in detail["reason"], detail
