@@ -48,7 +48,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from testbed.model.parameters import WHOLE_TEMPLATE_RE
+from testbed.model.parameters import TEMPLATE_RE, WHOLE_TEMPLATE_RE
 
 EXIT_PASS = 0
 EXIT_FAIL = 1
@@ -60,6 +60,7 @@ USER_RE = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9._-]{0,31}\$?|[0-9]{1,10})$")
 SYSCTL_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,200}$")
 MODE_RE = re.compile(r"^0?[0-7]{3}$|^[0-7]{4}$")
 SCHEDULE_FIELD_RE = re.compile(r"^[0-9A-Za-z*/,-]+$")
+POSIX_CLASS_RE = re.compile(r"\[:[a-z]+:\]")
 CRON_WORDS = {"@reboot", "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 
 
@@ -76,10 +77,18 @@ IntOrTemplate = Annotated[int | str, AfterValidator(_int_or_template)]
 """An integer field that may be written as a template of an integer parameter."""
 
 
+def templated(value: object) -> bool:
+    """Whether `value` holds a template: its format is checked once rendered (a task is
+    instantiated at load time, `testbed.model.task.load_task`)."""
+    return isinstance(value, str) and TEMPLATE_RE.search(value) is not None
+
+
 def _regex(value: str | None) -> str | None:
-    if value is not None:
+    """A POSIX extended regular expression (checked with Python's `re`, its character
+    classes such as [:space:] stood in for)."""
+    if value is not None and not templated(value):
         try:
-            re.compile(value)
+            re.compile(POSIX_CLASS_RE.sub("a", value))
         except re.error as exc:
             raise ValueError(f"not a valid regular expression: {exc}") from exc
     return value
@@ -122,7 +131,7 @@ class Primitive(BaseModel):
 
 
 def _named(value: str) -> str:
-    if not NAME_RE.match(value) and not WHOLE_TEMPLATE_RE.match(value):
+    if not NAME_RE.match(value) and not templated(value):
         raise ValueError(f"'{value}' is not a valid name (letters, digits and @ . _ : + -)")
     return value
 
@@ -131,7 +140,7 @@ Name = Annotated[str, AfterValidator(_named)]
 
 
 def _user(value: str) -> str:
-    if not USER_RE.match(value) and not WHOLE_TEMPLATE_RE.match(value):
+    if not USER_RE.match(value) and not templated(value):
         raise ValueError(f"'{value}' is not a valid user or group name (or numeric id)")
     return value
 
@@ -166,7 +175,7 @@ class PortCheck(Primitive):
     @field_validator("address")
     @classmethod
     def _address(cls, value: str | None) -> str | None:
-        if value is None or value in ("any", "loopback") or WHOLE_TEMPLATE_RE.match(value):
+        if value is None or value in ("any", "loopback") or templated(value):
             return value
         try:
             ipaddress.ip_address(value)
@@ -196,7 +205,7 @@ class HttpCheck(Primitive):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not re.match(r"^https?://[^\s'\"]+$", value):
+        if not templated(value) and not re.match(r"^https?://[^\s'\"]+$", value):
             raise ValueError(f"'{value}' is not an http:// or https:// URL")
         return value
 
@@ -323,10 +332,15 @@ class SysctlCheck(Primitive):
     min: IntOrTemplate | None = None
     max: IntOrTemplate | None = None
 
+    @field_validator("value", mode="before")
+    @classmethod
+    def _value(cls, value: object) -> object:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
     @field_validator("key")
     @classmethod
     def _key(cls, value: str) -> str:
-        if not SYSCTL_RE.match(value) and not WHOLE_TEMPLATE_RE.match(value):
+        if not SYSCTL_RE.match(value) and not templated(value):
             raise ValueError(f"'{value}' is not a sysctl key")
         return value
 
@@ -352,7 +366,7 @@ class ReachCheck(Primitive):
     @field_validator("host")
     @classmethod
     def _host(cls, value: str) -> str:
-        if not re.match(r"^[A-Za-z0-9_.:{}\s-]+$", value):
+        if not templated(value) and not re.match(r"^[A-Za-z0-9_.:-]+$", value):
             raise ValueError(f"'{value}' is not a host name or address")
         return value
 
@@ -375,7 +389,7 @@ class RouteCheck(Primitive):
     @field_validator("destination")
     @classmethod
     def _destination(cls, value: str) -> str:
-        if value == "default" or WHOLE_TEMPLATE_RE.match(value):
+        if value == "default" or templated(value):
             return value
         try:
             ipaddress.ip_network(value, strict=False)
@@ -386,7 +400,7 @@ class RouteCheck(Primitive):
     @field_validator("via")
     @classmethod
     def _via(cls, value: str | None) -> str | None:
-        if value is not None and not WHOLE_TEMPLATE_RE.match(value):
+        if value is not None and not templated(value):
             try:
                 ipaddress.ip_address(value)
             except ValueError as exc:
@@ -407,7 +421,7 @@ class NeighborCheck(Primitive):
     @field_validator("peer")
     @classmethod
     def _peer(cls, value: str) -> str:
-        if not re.match(r"^[A-Za-z0-9_.:{}\s-]+$", value):
+        if not templated(value) and not re.match(r"^[A-Za-z0-9_.:-]+$", value):
             raise ValueError(f"'{value}' is not an address, router id or interface name")
         return value
 

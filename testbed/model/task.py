@@ -79,7 +79,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from testbed.errors import InputError
-from testbed.model.checks import PrimitiveFields
+from testbed.model.checks import IntOrTemplate, PrimitiveFields
 from testbed.model.egress import EgressSpec
 from testbed.model.loading import read_toml, validate
 from testbed.model.parameters import Parameter, Value, check_parameter_names, draw, render, value_names
@@ -186,7 +186,7 @@ class Expected(_Strict):
     units: list[str] = []
     packages: list[str] = []
     users: list[str] = []
-    ports: list[int] = []
+    ports: list[IntOrTemplate] = []  # "{{ port }}" renders to the drawn integer
 
 
 class Oracle(_Strict):
