@@ -106,14 +106,15 @@ def http(p: HttpCheck, _target: Target) -> str:
         '    if [ "$tb_ok" = no ]; then rm -rf "$tb_dir"; tb_msg="$tb_url answered ${tb_code:-nothing} '
         '${tb_err:+($tb_err) }(expected $tb_codes)"; return 1; fi',
     ]
-    if p.header is not None:
-        v["tb_header"] = p.header
-        lines.append('    tr -d \'\\r\' < "$tb_dir/head" | grep -E -i -q -e "$tb_header" || { rm -rf "$tb_dir"; '
-                     'tb_msg="$tb_url: no header line matches /$tb_header/"; return 1; }')  # fmt: skip
-    if p.body is not None:
-        v["tb_body"] = p.body
-        lines.append('    grep -E -q -e "$tb_body" "$tb_dir/body" || { rm -rf "$tb_dir"; '
-                     'tb_msg="$tb_url: the body does not match /$tb_body/"; return 1; }')  # fmt: skip
+    header_test = "tr -d '\\r' < \"$tb_dir/head\" | grep -E -i -q -e \"$tb_header\""
+    matches = (
+        ("header", p.header, header_test, "no header line matches"),
+        ("body", p.body, 'grep -E -q -e "$tb_body" "$tb_dir/body"', "the body does not match"),
+    )
+    for name, pattern, test, failure in matches:
+        if pattern is not None:
+            v[f"tb_{name}"] = pattern
+            lines.append(f'    {test} || {{ rm -rf "$tb_dir"; tb_msg="$tb_url: {failure} /$tb_{name}/"; return 1; }}')
     lines += ['    rm -rf "$tb_dir"', '    tb_msg="$tb_url answered $tb_code as expected"; return 0']
     return script("http", p.url, v, "\n".join(lines), p.wait)
 

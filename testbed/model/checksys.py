@@ -192,14 +192,18 @@ def _membership(user: str, group: str, want: bool) -> list[str]:
     ]
 
 
+def _absent(kind: str) -> list[str]:
+    """Probe lines: hold when no account entry was found."""
+    return [need('[ -z "$tb_ent" ]', f"{kind} $TB_NAME exists, expected it not to"),
+            f'    tb_msg="no {kind} $TB_NAME, as expected"; return 0']  # fmt: skip
+
+
 def user(p: UserCheck, _target: Target) -> str:
     lines = _entry("passwd")
     if not p.exists:
-        lines += ['    [ -z "$tb_ent" ] || { tb_msg="user $TB_NAME exists, expected it not to"; return 1; }',
-                  '    tb_msg="no user $TB_NAME, as expected"; return 0']  # fmt: skip
-        return script("user", p.name, {"TB_NAME": p.name}, "\n".join(lines), p.wait)
+        return script("user", p.name, {"TB_NAME": p.name}, "\n".join(lines + _absent("user")), p.wait)
     lines += [
-        '    [ -n "$tb_ent" ] || { tb_msg="no user $TB_NAME"; return 1; }',
+        need('[ -n "$tb_ent" ]', "no user $TB_NAME"),
         "    IFS=: read -r tb_u tb_x tb_uid tb_gid tb_gecos tb_home tb_shell <<TB_EOF",
         "$tb_ent",
         "TB_EOF",
@@ -219,10 +223,8 @@ def user(p: UserCheck, _target: Target) -> str:
 def group(p: GroupCheck, _target: Target) -> str:
     lines = _entry("group")
     if not p.exists:
-        lines += ['    [ -z "$tb_ent" ] || { tb_msg="group $TB_NAME exists, expected it not to"; return 1; }',
-                  '    tb_msg="no group $TB_NAME, as expected"; return 0']  # fmt: skip
-        return script("group", p.name, {"TB_NAME": p.name}, "\n".join(lines), p.wait)
-    lines.append('    [ -n "$tb_ent" ] || { tb_msg="no group $TB_NAME"; return 1; }')
+        return script("group", p.name, {"TB_NAME": p.name}, "\n".join(lines + _absent("group")), p.wait)
+    lines.append(need('[ -n "$tb_ent" ]', "no group $TB_NAME"))
     if p.gid is not None:
         lines.append(f'    [ "$(printf \'%s\' "$tb_ent" | cut -d: -f3)" = {q(p.gid)} ] || '
                      f'{{ tb_msg="group $TB_NAME does not have gid {p.gid}"; return 1; }}')  # fmt: skip
@@ -329,16 +331,14 @@ def sysctl(p: SysctlCheck, _target: Target) -> str:
     ]
     if p.value is not None:
         v["tb_want"] = " ".join(p.value.split())
-        lines.append('    [ "$tb_val" = "$tb_want" ] || { tb_msg="$tb_key = $tb_val, expected $tb_want"; return 1; }')
+        lines.append(need('[ "$tb_val" = "$tb_want" ]', "$tb_key = $tb_val, expected $tb_want"))
     else:
         lines.append('    case $tb_val in ""|*[!0-9-]*) tb_msg="$tb_key = $tb_val is not an integer"; return 1 ;; esac')
-        if p.min is not None:
-            v["tb_min"] = p.min
-            lines.append('    [ "$tb_val" -ge "$tb_min" ] || { tb_msg="$tb_key = $tb_val, expected at least $tb_min"; '
-                         "return 1; }")  # fmt: skip
-        if p.max is not None:
-            v["tb_max"] = p.max
-            lines.append('    [ "$tb_val" -le "$tb_max" ] || { tb_msg="$tb_key = $tb_val, expected at most $tb_max"; '
-                         "return 1; }")  # fmt: skip
+        for name, test, words in (("min", "-ge", "at least"), ("max", "-le", "at most")):
+            bound = getattr(p, name)
+            if bound is not None:
+                v[f"tb_{name}"] = bound
+                failure = f"$tb_key = $tb_val, expected {words} $tb_{name}"
+                lines.append(need(f'[ "$tb_val" {test} "$tb_{name}" ]', failure))
     lines.append('    tb_msg="$tb_key = $tb_val as expected"; return 0')
     return script("sysctl", p.key, v, "\n".join(lines), p.wait)

@@ -67,6 +67,13 @@ def _fmt(value: float | None) -> str:
     return "none" if value is None else f"{value:.3f}"
 
 
+def _floor(rule: str, counts: OutcomeCounts, floor: float) -> RuleVerdict:
+    """Whether the pass rate of `counts` is at least `floor` (no decided run: it is not)."""
+    value = pass_rate(counts.passed, counts.failed)
+    detail = f"pass rate {_fmt(value)} ({counts.passed}/{counts.passed + counts.failed})"
+    return RuleVerdict(rule, value is not None and value >= floor, detail)
+
+
 def evaluate(categories: dict[str, OutcomeCounts], rules: GateRules) -> GateResult:
     """The gate's verdict over final runs counted per category (see the module docstring)."""
     total = OutcomeCounts("all")
@@ -81,24 +88,10 @@ def evaluate(categories: dict[str, OutcomeCounts], rules: GateRules) -> GateResu
     verdicts.append(RuleVerdict("complete", incomplete == 0, f"{incomplete} final run(s) unfinished or cancelled"
                                 if incomplete else f"{total.total} final run(s), all finished"))  # fmt: skip
     if rules.min_pass is not None:
-        overall = pass_rate(total.passed, total.failed)
-        verdicts.append(
-            RuleVerdict(
-                f"min-pass {rules.min_pass:g}",
-                overall is not None and overall >= rules.min_pass,
-                f"pass rate {_fmt(overall)} ({total.passed}/{total.passed + total.failed})",
-            )
-        )
+        verdicts.append(_floor(f"min-pass {rules.min_pass:g}", total, rules.min_pass))
     if rules.min_category is not None:
         for name, counts in result.categories.items():
-            value = pass_rate(counts.passed, counts.failed)
-            verdicts.append(
-                RuleVerdict(
-                    f"min-category {rules.min_category:g}: {name}",
-                    value is not None and value >= rules.min_category,
-                    f"pass rate {_fmt(value)} ({counts.passed}/{counts.passed + counts.failed})",
-                )
-            )
+            verdicts.append(_floor(f"min-category {rules.min_category:g}: {name}", counts, rules.min_category))
     if rules.max_error_rate is not None:
         errors = rate(total.error, judged)
         verdicts.append(RuleVerdict(f"max-error-rate {rules.max_error_rate:g}",
