@@ -37,6 +37,7 @@ class GuestSh:
     def tool(self, name: str, body: str) -> None:
         """A fake guest tool: `body` is sh text run with the tool's arguments."""
         path = self.bin / name
+        path.unlink(missing_ok=True)  # never write through a symlink made by real()
         path.write_text(f"#!/bin/sh\n{body}\n")
         path.chmod(0o755)
 
