@@ -26,6 +26,7 @@ from testbed.render.terminal import error_line
 from testbed.report.cli import report_command
 from testbed.runner.cli import run_command, task_app
 from testbed.scheduler.cli import jobs_app, launch_command
+from testbed.scheduler.gate_cli import gate_command
 from testbed.server.dashboard_cli import dashboard_command
 from testbed.server.envapi.cli import serve_command, state_app
 
@@ -48,6 +49,7 @@ app.command("serve")(serve_command)
 app.add_typer(state_app, name="state")
 app.command("launch")(launch_command)
 app.add_typer(jobs_app, name="jobs")
+app.command("gate")(gate_command)
 app.command("export")(export_command)
 app.command("report")(report_command)
 app.command("redact")(redact_command)

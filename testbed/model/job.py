@@ -11,6 +11,9 @@ A job is a batch of runs: an agent x task x image-variant (release) matrix, each
     agents: []                   # or several, compared on the same cells: [openai:model-a, openai:model-b, oracle]
     agent_settings: {}           # recorded with the job; passed to agents that take settings
     attempts: 1                  # runs per matrix cell
+    seeds: [0]                   # scenarios: every cell runs once per seed (testbed.model.parameters)
+    split: train                 # train | heldout | all: which tasks of the selection run
+    include_heldout: false       # held-out tasks are refused unless this is true (testbed.model.split)
     limits: {agent_time_s: 600}  # overrides of every task's [limits]
     run_timeout_s: null          # hard wall-clock cap per run (default: agent time + 30 min)
     retry: {limit: 2, backoff_s: 30, factor: 2, max_backoff_s: 600}
@@ -30,11 +33,13 @@ A job is a batch of runs: an agent x task x image-variant (release) matrix, each
 
 Contracts: every problem is an `InputError(file, field, problem)`; `expand_matrix` never
 returns an empty matrix (an empty selection is an error) and lists cells in a stable order
-(task id, then image, then agent in the order given, then attempt). `agent` and `agents`
-are exclusive (`JobSpec.agent_list` is the one the job runs); agent names are checked for
-shape here (non-empty, no duplicates) and built with `testbed.agents.scripted.make_agent`
-by `testbed.scheduler.launch.prepare`, which refuses unknown agents and plug-ins. This
-module only reads files.
+(task id, then image, then agent in the order given, then seed, then attempt). `agent` and
+`agents` are exclusive (`JobSpec.agent_list` is the one the job runs); agent names are
+checked for shape here (non-empty, no duplicates) and built with
+`testbed.agents.scripted.make_agent` by `testbed.scheduler.launch.prepare`, which refuses
+unknown agents and plug-ins. Tasks outside `split` are left out when a glob selected them
+and refused when named (a held-out task named with `split: train`); held-out tasks that
+remain are refused unless `include_heldout`. This module only reads files.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ from testbed.errors import InputError
 from testbed.model.egress import EgressSpec
 from testbed.model.fields import MAX_SECONDS, Delay, Int, Number, Seconds
 from testbed.model.loading import read_yaml, validate
+from testbed.model.scenario import DEFAULT_SEED
+from testbed.model.split import SplitSelection, in_split, refuse_heldout
 from testbed.model.task import MAX_COMMANDS, Limits, Task, load_task
 
 HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
@@ -137,6 +144,9 @@ class JobSpec(_Strict):
     agents: list[str] = []
     agent_settings: dict[str, Any] = {}
     attempts: Int = Field(default=1, ge=1, le=1000)
+    seeds: list[int] = Field(default_factory=lambda: [DEFAULT_SEED], min_length=1, max_length=1000)
+    split: SplitSelection = "train"
+    include_heldout: bool = False
     limits: LimitsOverride = LimitsOverride()
     run_timeout_s: Number | None = Field(default=None, gt=0, le=MAX_RUN_TIMEOUT_S)
     retry: RetryPolicy = RetryPolicy()
@@ -174,6 +184,16 @@ class JobSpec(_Strict):
         """The agents the job runs, in order."""
         return list(self.agents) or [self.agent]
 
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, value: list[int]) -> list[int]:
+        for seed in value:
+            if not 0 <= seed < 2**63:
+                raise ValueError(f"seed {seed} is not a non-negative 64-bit integer")
+        if len(set(value)) != len(value):
+            raise ValueError("seeds must not repeat")
+        return value
+
     @model_validator(mode="after")
     def _unique_hosts(self) -> JobSpec:
         names = [h.name for h in self.hosts]
@@ -199,6 +219,7 @@ class Cell:
     attempt: int
     category: str
     agent: str = "oracle"
+    seed: int = DEFAULT_SEED
 
 
 def load_job(path: Path) -> JobSpec:
@@ -261,6 +282,7 @@ def expand_matrix(
         tasks[task.id] = task
     if not tasks:
         raise InputError(file, "categories", f"no selected task is in categories {', '.join(spec.categories)}")
+    tasks = _by_split(spec, root, tasks, file)
     if isinstance(spec.images, list) and images is not None:
         for image in spec.images:
             if image not in images:
@@ -277,8 +299,31 @@ def expand_matrix(
             variants = [v for v in spec.images if v in supported]
         for image in variants:
             for agent in spec.agent_list:
-                for attempt in range(1, spec.attempts + 1):
-                    cells.append(Cell(task_id, task.directory, image, attempt, task.definition.category, agent))
+                for seed in spec.seeds:
+                    for attempt in range(1, spec.attempts + 1):
+                        cells.append(
+                            Cell(task_id, task.directory, image, attempt, task.definition.category, agent, seed)
+                        )
     if not cells:
         raise InputError(file, "images", "no selected task supports any of the requested image variants")
     return cells, tasks
+
+
+def _by_split(spec: JobSpec, root: Path, tasks: dict[str, Task], file: Path | None) -> dict[str, Task]:
+    """`tasks` of the job's split (see the module contract)."""
+    named: set[Path] = set()
+    for pattern in spec.tasks:
+        if not _is_glob(pattern):
+            named |= set(select_task_dirs(spec.model_copy(update={"tasks": [pattern]}), root, file=file))
+    kept: dict[str, Task] = {}
+    for task_id, task in tasks.items():
+        if in_split(task, spec.split):
+            kept[task_id] = task
+        elif task.directory in named:
+            raise InputError(
+                file, "split", f"task {task_id} is in split '{task.definition.split}', the job selects '{spec.split}'"
+            )
+    if not kept:
+        raise InputError(file, "split", f"no selected task is in split '{spec.split}'")
+    refuse_heldout(kept.values(), spec.include_heldout, file, "include_heldout")
+    return kept

@@ -60,6 +60,23 @@ Every file a task names (instruction.md, scripts, a topology path) must resolve,
 followed, to a regular UTF-8 file inside the task directory; `load_task` reads them all, so
 a loaded task never reads its directory again. Everything `run`, `launch`, `serve` and
 `task validate` accept is decided here and by `load_task`'s cross-checks: they agree.
+    split = "train"                   # or "heldout": refused by launch / the environment API
+                                      # unless asked (--include-heldout; testbed.model.split)
+
+    [parameters]                      # seeded variety (testbed.model.parameters): every
+    port = { type = "port", min = 20000, max = 29999 }   # text of the task may use {{ port }}
+
+Checks may use a primitive instead of `command` (testbed.model.checks):
+
+    [[checks]]
+    id = "R1"
+    description = "nginx runs and starts at boot"
+    node = "node"
+    service = { name = "nginx", active = true, enabled = true }
+
+Templates `{{ name }}` (task.toml strings, instruction.md, setup and solution scripts) must
+name a declared parameter; `load_task` instantiates the task once (seed 0) so that a
+parameter a field cannot take fails at load time.
 """
 
 from __future__ import annotations
@@ -72,13 +89,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from testbed.errors import InputError
 from testbed.model.actions import check_actions, check_reward
+from testbed.model.checks import IntOrTemplate, PrimitiveFields
 from testbed.model.egress import EgressSpec
-from testbed.model.fields import Int, Port, Seconds
+from testbed.model.fields import Int, Seconds
 from testbed.model.loading import read_toml, read_yaml, validate
+from testbed.model.parameters import Parameter, Value, check_parameter_names, draw, render, value_names
+from testbed.model.scenario import DEFAULT_SEED, render_definition, template_problem
 from testbed.model.taskfiles import TaskFiles
 from testbed.model.topology import Topology, topology_from_data
 
 TASK_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
+Split = Literal["train", "heldout"]
+SPLITS: tuple[str, ...] = ("train", "heldout")
 
 
 class _Strict(BaseModel):
@@ -116,13 +138,19 @@ class Step(_Strict):
         return self
 
 
-class Check(_Strict):
+class Check(_Strict, PrimitiveFields):
+    """A requirement: a shell `command` judged by exit status and output pattern, or one
+    check primitive (`service = {...}`, `port = {...}`, ...; `testbed.model.checks`).
+    `indeterminate_exit`: an exit status of `command` that means "cannot decide" (the
+    check is then `indeterminate`, not `failed`; `EXIT_UNDECIDED`, 3, by convention)."""
+
     id: str
     description: str
     node: str
-    command: str
+    command: str | None = None
     expect_exit: Int | None = Field(default=None, ge=0, le=255)
     expect_output: str | None = None
+    indeterminate_exit: int | None = None
     persist: bool = False
     timeout_s: Seconds = 60
 
@@ -136,12 +164,39 @@ class Check(_Strict):
                 raise ValueError(f"not a valid regular expression: {exc}") from exc
         return value
 
+    @model_validator(mode="after")
+    def _one_kind(self) -> Check:
+        given = self.given_primitives()
+        if len(given) > 1:
+            raise ValueError(f"give one primitive per check, not {', '.join(p.kind for p in given)}")
+        if given:
+            extra = [f for f in ("command", "expect_exit", "expect_output", "indeterminate_exit") if getattr(self, f)
+                     is not None]  # fmt: skip
+            if extra:
+                raise ValueError(f"a '{given[0].kind}' check takes no {', '.join(extra)}")
+            if self.persist and given[0].kind == "unchanged":
+                raise ValueError("an 'unchanged' check is judged after the agent only (persist = false)")
+        elif self.command is None:
+            raise ValueError("give 'command' or one check primitive (service, port, http, file, ...)")
+        if self.indeterminate_exit is not None and self.indeterminate_exit == self.effective_exit:
+            raise ValueError(f"indeterminate_exit {self.indeterminate_exit} is also the expected exit status")
+        return self
+
     @property
     def effective_exit(self) -> int | None:
-        """The exit status required: the given one, else 0 when no output pattern is given."""
+        """The exit status required of a command check: the given one, else 0 when no
+        output pattern is given (None for primitives)."""
+        if self.command is None:
+            return None
         if self.expect_exit is None and self.expect_output is None:
             return 0
         return self.expect_exit
+
+    @property
+    def effective_timeout_s(self) -> float:
+        """The check's time limit: `timeout_s`, raised to leave a primitive its `wait_s`."""
+        primitive = self.primitive
+        return max(self.timeout_s, primitive.wait + 30) if primitive is not None else self.timeout_s
 
 
 class Expected(_Strict):
@@ -149,7 +204,7 @@ class Expected(_Strict):
     units: list[str] = []
     packages: list[str] = []
     users: list[str] = []
-    ports: list[Port] = []
+    ports: list[IntOrTemplate] = []  # "{{ port }}" renders to the drawn integer
 
 
 class Oracle(_Strict):
@@ -196,6 +251,15 @@ class TaskDef(_Strict):
     # (description, command template, optional node, JSON-schema `parameters`) and `[reward]` shaping.
     actions: dict[str, dict[str, Any]] = {}
     reward: dict[str, Any] = {}
+    parameters: dict[str, Parameter] = {}  # seeded variety (testbed.model.parameters)
+    split: Split = "train"  # "heldout" tasks are refused by launch and the environment API unless asked
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _parameter_names(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            check_parameter_names(value)
+        return value
 
     @field_validator("id")
     @classmethod
@@ -230,7 +294,12 @@ class TaskDef(_Strict):
 
 class Task:
     """A loaded, cross-checked task: definition, instruction, topology, its directory and the
-    files it names (read when it was loaded)."""
+    files it names (read when it was loaded).
+
+    A task as loaded is a template (`values` None: `{{ name }}` as written); a scenario is
+    the task instantiated for a seed (`instantiate` below): its
+    definition, instruction and scripts with the drawn `values` put in, `template` the
+    task it came from."""
 
     def __init__(
         self,
@@ -239,20 +308,29 @@ class Task:
         instruction: str,
         topology: Topology,
         files: TaskFiles | None = None,
+        *,
+        seed: int | None = None,
+        values: dict[str, Value] | None = None,
+        template: Task | None = None,
     ) -> None:
         self.directory = directory
         self.definition = definition
         self.instruction = instruction
         self.topology = topology
         self.files = files or TaskFiles(directory, directory / "task.toml")
+        self.seed = seed
+        self.values = values
+        self.template = template
 
     @property
     def id(self) -> str:
         return self.definition.id
 
     def read_script(self, relative: str) -> str:
-        """A script's text (inside the task directory; read when the task was loaded)."""
-        return self.files.text(relative, "script")
+        """A script's text (inside the task directory; read when the task was loaded), with
+        the scenario's values put in."""
+        text = self.files.text(relative, "script")
+        return render(text, self.values) if self.values is not None else text
 
     def step_command(self, step: Step) -> str:
         """The shell text a step runs: its command, or its script's content."""
@@ -310,7 +388,10 @@ def load_task(
     for field, step in _script_steps(definition):
         if step.script is not None:
             files.text(step.script, field)
-    return Task(directory, definition, instruction, topology, files)
+    task = Task(directory, definition, instruction, topology, files)
+    _check_templates(task, toml_path)
+    instantiate(task, DEFAULT_SEED)  # a parameter a field cannot take fails now, not in a run
+    return task
 
 
 def load_task_variants(
@@ -324,6 +405,37 @@ def load_task_variants(
         for variant in first.definition.images[1:]
     ]
     return [first, *others]
+
+
+def _check_templates(task: Task, toml_path: Path) -> None:
+    texts = {"instruction.md": task.instruction}
+    steps = [*task.definition.setup, *(task.definition.oracle.resolved_steps() if task.definition.oracle else [])]
+    for step in steps:
+        if step.script is not None:
+            texts[step.script] = task.read_script(step.script)
+    declared = value_names(task.definition.parameters)
+    problem = template_problem(read_toml(toml_path), texts, declared)
+    if problem is not None:
+        field, why = problem
+        where = toml_path if field not in texts else task.directory / field
+        raise InputError(where, None if field in texts else field, why)
+
+
+def instantiate(task: Task, seed: int) -> Task:
+    """The scenario of `task` for `seed` (see `Task`): parameters drawn, templates
+    rendered. Instantiating a scenario again starts from its template. A parameter a
+    field cannot take is an `InputError` naming task.toml and the field."""
+    template = task.template or task
+    toml_path = template.directory / "task.toml"
+    d = template.definition
+    try:
+        values = draw(d.parameters, seed, d.id)
+    except ValueError as exc:
+        raise InputError(toml_path, "parameters", str(exc)) from exc
+    definition = render_definition(d, values, toml_path) if values else d
+    instruction = render(template.instruction, values)
+    return Task(template.directory, definition, instruction, template.topology, template.files, seed=seed,
+                values=values, template=template)  # fmt: skip
 
 
 def _load_topology(

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
+from testbed.errors import InputError
 from testbed.images.store import ImageStore
 from testbed.model.task import discover_tasks, load_task, load_task_variants
 from testbed.model.task_record import task_hash
@@ -66,7 +67,7 @@ def task_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON i
         typer.echo(json_text(rows))
         return
     table = Table()
-    for col in ("id", "category", "difficulty", "images", "nodes", "checks", "persist"):
+    for col in ("id", "category", "difficulty", "images", "nodes", "checks", "persist", "split", "parameters"):
         table.add_column(col)
     for task in tasks:
         d = task.definition
@@ -78,6 +79,8 @@ def task_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON i
             str(len(task.topology.nodes)),
             str(len(d.checks)),
             "yes" if d.persistence_required else "",
+            d.split,
+            ", ".join(d.parameters),
         )
     Console().print(table)
 
@@ -91,6 +94,8 @@ def run_command(
     cold: Annotated[
         bool, typer.Option("--cold", help="boot fresh guests even when the task's saved post-setup state exists")
     ] = False,
+    seed: Annotated[int | None, typer.Option(help="scenario seed: the task's [parameters] drawn from it (default 0)")]
+    = None,
 ) -> None:
     """Run TASK_DIR once with AGENT; prints the run id, live phases and the outcome. The
     first run of a task saves its post-setup state and later runs start from it (a fresh
@@ -100,7 +105,9 @@ def run_command(
     catalog = image_catalog()
     task = admit_task(task_dir, images=set(catalog), image=image, memory_budget_mb=settings.memory_budget_mb)
     variant = image or task.definition.images[0]
-    request = RunRequest(task, variant, agent, redact=redact).validated()
+    if seed is not None and seed < 0:
+        raise InputError(None, "--seed", f"{seed} is negative")
+    request = RunRequest(task, variant, agent, redact=redact, seed=seed).validated()
     ImageStore(settings.images_dir).require_nodes(task.topology, catalog, task.directory / "task.toml")
     sessions = open_database(url)
     result = asyncio.run(_run(request, sessions, settings, warm=not cold))
@@ -116,7 +123,7 @@ async def _run(request: RunRequest, sessions: sessionmaker[Session], settings: S
             def progress(event: RunEvent) -> None:
                 stamp = f"{time.monotonic() - t0:6.1f}s"
                 if isinstance(event, RunStarted):
-                    what = f"task {request.task.id}  image {request.image}  agent {request.agent}"
+                    what = f"task {request.task.id}  image {request.image}  agent {request.agent}  seed {request.seed}"
                     out.print(cell(f"run {event.run_id}  {what}"))
                     status.update("provisioning")
                 elif isinstance(event, PhaseEvent):

@@ -3,8 +3,12 @@ one check of a task that every consumer shares (`admit_task`).
 
 Contracts: `admit_task` is what `task validate`, `run` and `launch` load a task with:
 `testbed.model.task.load_task` (format, limits, files inside the task directory, topology,
-images, memory budget, `[actions]`, `[reward]`) and the task's `[safety]` policy — so
-`task validate` refuses exactly what a run or a job would. `RunRequest.validated()` builds
+images, memory budget, `[actions]`, `[reward]`, templates) and the task's `[safety]` policy
+— so `task validate` refuses exactly what a run or a job would. A `RunRequest` is made for
+one scenario: on creation its task is instantiated for `seed` (None: `DEFAULT_SEED`;
+`testbed.model.task.instantiate`), so the instruction, setup, oracle, checks and
+`[expected]` the run uses have the seed's parameter values, and `config` gets `seed` and
+`parameters` (stored on the run row as `runs.config`). `RunRequest.validated()` builds
 the agent and the safety policy, so bad input fails as `InputError` before any run row or
 libvirt object exists. `RunResult.outcome`
 starts as `error` and is set by the lifecycle; `error` explains any outcome other than
@@ -22,7 +26,8 @@ from testbed.agents.base import Agent, AgentContext
 from testbed.agents.scripted import check_agent_nodes, make_agent
 from testbed.analysis import SafetyPolicy
 from testbed.model.egress import EgressSpec, effective_egress
-from testbed.model.task import Task, load_task
+from testbed.model.scenario import DEFAULT_SEED, scenario_record
+from testbed.model.task import Task, instantiate, load_task
 from testbed.runner.session import SessionStats
 from testbed.runner.verify import CheckResult
 
@@ -41,6 +46,14 @@ class RunRequest:
     boot_gate: asyncio.Semaphore | None = None  # passed to the Lab: caps/staggers guest boots (scheduler)
     config: dict[str, Any] = field(default_factory=dict)  # merged into the run row's `config`
     egress: EgressSpec | None = None  # a job's override of the task's and topology's egress policy
+    seed: int | None = None  # the scenario (testbed.model.parameters); None: DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        seed = DEFAULT_SEED if self.seed is None else self.seed
+        if self.task.values is None or self.task.seed != seed:
+            self.task = instantiate(self.task, seed)
+        self.seed = seed
+        self.config = {**self.config, **scenario_record(seed, self.task.values or {})}
 
     @property
     def egress_policy(self) -> EgressSpec:

@@ -29,6 +29,7 @@ from testbed.runner.lockout import AccessLoss, diagnose
 from testbed.runner.reboot import reboot_node
 from testbed.runner.session import AgentSession
 from testbed.runner.snapshots import snapshot_all
+from testbed.runner.unchanged import unchanged_judge
 from testbed.runner.verify import outcome_of, verify
 
 
@@ -269,7 +270,12 @@ class Verify:
             checks = ctx.request.task.definition.checks
             point = SnapshotPoint.AFTER_AGENT
             ctx.result.checks = await verify(
-                checks, ctx.nodes, ctx.commands, point, on_lost=lambda n, e: regain_access(ctx, n, e)
+                checks,
+                ctx.nodes,
+                ctx.commands,
+                point,
+                on_lost=lambda n, e: regain_access(ctx, n, e),
+                unchanged=unchanged_judge(ctx.journal, ctx.request.task.definition.expected),
             )
 
 

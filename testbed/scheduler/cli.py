@@ -64,6 +64,12 @@ def launch_command(
         typer.Option(help="oracle | noop | replay:FILE | openai:MODEL | a plug-in (repeatable: compare agents)"),
     ] = None,
     attempts: Annotated[int | None, typer.Option(help="runs per matrix cell")] = None,
+    seed: Annotated[list[int] | None, typer.Option("--seed", help="scenario seed (repeatable: a matrix over seeds)")]
+    = None,
+    split: Annotated[str | None, typer.Option(help="train | heldout | all (default: the job's, else train)")] = None,
+    include_heldout: Annotated[
+        bool, typer.Option("--include-heldout", help="allow held-out tasks (refused otherwise)")
+    ] = False,
     retries: Annotated[int | None, typer.Option(help="harness-error retries per cell")] = None,
     vm_slots: Annotated[int | None, typer.Option(help="VMs at once on the local host")] = None,
     name: Annotated[str | None, typer.Option(help="job name")] = None,
@@ -87,7 +93,8 @@ def launch_command(
         if cancelled:
             raise InputError(None, "--resume", f"job {job_id[:8]} was cancelled")
     else:
-        spec = _spec(job, task, category, image, agent, attempts, retries, vm_slots, name)
+        spec = _spec(job, task, category, image, agent, attempts, retries, vm_slots, name,
+                     seeds=seed, split=split, include_heldout=include_heldout)
         prepared = prepare(spec, project_root(), images, settings, file=job)
         sessions = open_database(url)
         job_id = create(sessions, prepared)
@@ -122,6 +129,10 @@ def _spec(
     retries: int | None,
     vm_slots: int | None,
     name: str | None,
+    *,
+    seeds: list[int] | None = None,
+    split: str | None = None,
+    include_heldout: bool = False,
 ) -> JobSpec:
     base: dict[str, Any] = load_job(job).model_dump(exclude_unset=True) if job is not None else {}
     overrides: dict[str, Any] = {
@@ -129,6 +140,9 @@ def _spec(
         "categories": category or None,
         "attempts": attempts,
         "name": name,
+        "seeds": seeds or None,
+        "split": split,
+        "include_heldout": True if include_heldout else None,
     }
     if image:
         overrides["images"] = image[0] if image in (["all"], ["default"]) else image
@@ -228,7 +242,8 @@ def jobs_show(
     out.print(cell(f"job {j.id}  name {j.name}  created {timestamp(j.created_at)}{cancelled}"))
     spec = detail.config.get("spec", {})
     agents = ", ".join(spec.get("agents") or [str(spec.get("agent"))])
-    out.print(cell(f"agents {agents}  attempts {spec.get('attempts')}  retry {spec.get('retry')}"))
+    out.print(cell(f"agents {agents}  attempts {spec.get('attempts')}  retry {spec.get('retry')}  "
+                   f"seeds {spec.get('seeds', [0])}  split {spec.get('split', 'train')}"))  # fmt: skip
     out.print("runs: " + ", ".join(f"{k} {v}" for k, v in sorted(_job_counts(j).items())))
     table = Table()
     for col in ("run", "task", "image", "agent", "attempt", "retry", "state", "outcome", "host", "lease", "error"):

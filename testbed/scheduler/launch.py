@@ -118,7 +118,7 @@ def create(db: sessionmaker[Session], prepared: PreparedJob) -> str:
         "file": str(prepared.file) if prepared.file else None,
         "task_dirs": {k: str(v) for k, v in prepared.task_dirs.items()},
     }
-    runs = [NewRun(c.task_id, c.image, c.attempt, c.category, c.agent) for c in prepared.cells]
+    runs = [NewRun(c.task_id, c.image, c.attempt, c.category, c.agent, c.seed) for c in prepared.cells]
     job_id, _ = create_job_with_runs(db, prepared.spec.name, config, prepared.spec.agent_list[0], runs)
     return job_id
 

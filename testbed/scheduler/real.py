@@ -178,6 +178,7 @@ class RunnerExecutor:
             run_id=run.run_id,
             boot_gate=gate,
             egress=self.catalog.spec.egress,
+            seed=run.seed,
         )
         try:
             result = await self.warm[host.name].execute(request, self.db, [on_event])

@@ -29,7 +29,10 @@ from .conftest import ROOT, assert_clean, run_cli
 
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(1800)]
 
-TASKS = [p.name for p in discover_tasks(ROOT)]
+STARTERS = ("config-permissions", "disk-full", "firewall-persist", "reverse-proxy", "web-port-conflict")
+TASKS = [p.name for p in discover_tasks(ROOT) if p.name in STARTERS]
+"""The starter tasks on their default image: the whole library on every release is
+`scripts/validate-tasks` (tasks/VALIDATION.md), which would not fit in CI's hour."""
 
 
 def run_task(task_id: str, agent: str | Agent, db: sessionmaker[Session], *, warm: bool = False) -> str:
@@ -68,7 +71,8 @@ def assert_recorded_in_full(db: sessionmaker[Session], run_id: str) -> Run:
             assert c.duration_ms is not None and c.started_at is not None
             assert c.exit_code is not None or c.timed_out or c.error, c.command
         phases = [p.name for p in s.scalars(select(Phase).where(Phase.run_id == run_id).order_by(Phase.id))]
-        assert phases[:3] == ["provisioning", "snapshot_before_setup", "setup"] and phases[-1] == "teardown"
+        assert [p for p in phases if p != "egress"][:3] == ["provisioning", "snapshot_before_setup", "setup"]
+        assert phases[-1] == "teardown"
         # The run keeps its task as it was, and its trajectory holds every agent-phase command.
         record = (run.config or {}).get("task") or {}
         assert record.get("hash") == task_hash(ROOT / "tasks" / run.task_id) and "[[checks]]" in record["toml"]

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from testbed.model.task import Task, discover_tasks, load_task
+from testbed.model.task import Task, discover_tasks, instantiate, load_task
+from testbed.runtime import image_catalog
 
 ROOT = Path(__file__).resolve().parents[3]
-IMAGES = {"debian-12"}
+IMAGES = set(image_catalog())
 STARTER = {"web-port-conflict", "disk-full", "config-permissions", "firewall-persist", "reverse-proxy"}
 TASK_DIRS = discover_tasks(ROOT)
 
@@ -26,7 +27,8 @@ needs_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is no
 
 
 def _load(directory: Path) -> Task:
-    return load_task(directory, images=IMAGES, root=ROOT)
+    """The task's canonical scenario (seed 0: templates rendered)."""
+    return instantiate(load_task(directory, images=IMAGES, root=ROOT), 0)
 
 
 def _bash_n(text: str, what: str) -> None:
@@ -57,7 +59,7 @@ def test_check_regexes_compile(directory: Path) -> None:
     for check in task.definition.checks:
         if check.expect_output is not None:
             re.compile(check.expect_output, re.MULTILINE)
-        assert check.effective_exit is not None or check.expect_output is not None
+        assert check.primitive is not None or check.effective_exit is not None or check.expect_output is not None
 
 
 @pytest.mark.parametrize("directory", TASK_DIRS, ids=lambda d: d.name)
@@ -79,13 +81,14 @@ def test_referenced_scripts_exist_and_are_not_empty(directory: Path) -> None:
 def test_shell_syntax(directory: Path) -> None:
     task = _load(directory)
     for script in sorted(directory.rglob("*.sh")):
-        _bash_n(script.read_text(encoding="utf-8"), str(script.relative_to(ROOT)))
+        _bash_n(task.read_script(str(script.relative_to(directory))), str(script.relative_to(ROOT)))
     d = task.definition
     assert d.oracle is not None
     for step in [*d.setup, *d.oracle.resolved_steps()]:
         _bash_n(task.step_command(step), f"{task.id}: step on {step.node}")
     for check in d.checks:
-        _bash_n(check.command, f"{task.id}: check {check.id}")
+        if check.command is not None:  # primitives: tests/unit/model/test_task_library.py
+            _bash_n(check.command, f"{task.id}: check {check.id}")
 
 
 @pytest.mark.parametrize("directory", TASK_DIRS, ids=lambda d: d.name)
