@@ -89,7 +89,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from testbed.errors import InputError
 from testbed.model.actions import check_actions, check_reward
-from testbed.model.checks import IntOrTemplate, PrimitiveFields
+from testbed.model.checks import Port, PrimitiveFields
 from testbed.model.egress import EgressSpec
 from testbed.model.fields import Int, Seconds
 from testbed.model.loading import read_toml, read_yaml, validate
@@ -204,7 +204,7 @@ class Expected(_Strict):
     units: list[str] = []
     packages: list[str] = []
     users: list[str] = []
-    ports: list[IntOrTemplate] = []  # "{{ port }}" renders to the drawn integer
+    ports: list[Port] = []  # "{{ port }}" renders to the drawn integer
 
 
 class Oracle(_Strict):
