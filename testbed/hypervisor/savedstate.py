@@ -79,6 +79,7 @@ from testbed.hypervisor.hostguard import ensure_host_guard
 from testbed.hypervisor.lab import KeepConsole, Lab, LabNode, keep_consoles
 from testbed.hypervisor.labstate import LabState, NodeState
 from testbed.hypervisor.leases import LeaseStore
+from testbed.hypervisor.node import agent_session
 from testbed.hypervisor.overlays import create_overlay
 from testbed.hypervisor.owner import Owner
 from testbed.hypervisor.removal import LabRemains, remove_lab
@@ -520,16 +521,20 @@ class RestoredLab:
         await restore_domains(self.hv, self.store, meta, {n: self._metadata(n) for n in meta.nodes})
         self.timings["memory_s"] = time.monotonic() - t0
         for node in meta.nodes.values():
+            image, session = self.catalog[node.image], new_session(node, client_key)
             self.nodes[node.name] = LabNode(
                 name=node.name,
-                image=self.catalog[node.image],
+                image=image,
                 domain=node.domain,
                 mgmt_ip=node.mgmt_ip,
                 data_ips=node.data_ips,
                 console_log=lab_dir / f"{node.name}.console.log",
-                session=new_session(node, client_key),
+                session=session,
                 hypervisor=self.hv,
                 oob=GuestAgentChannel(self.hv, node.domain),
+                agent_session=agent_session(
+                    image, node.mgmt_ip, client_key=client_key, host_key=node.host_key, harness=session
+                ),
             )
         t0 = time.monotonic()
         await reconnect(self.nodes)
