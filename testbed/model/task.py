@@ -43,6 +43,7 @@ task.toml:
     packages = []
     users = []
     ports = [80]
+    router = ["router ospf*"]         # router configuration (testbed.analysis.residue.router)
 
     [oracle]                          # the reference solution
     node = "node"
@@ -131,6 +132,7 @@ class Expected(_Strict):
     packages: list[str] = []
     users: list[str] = []
     ports: list[int] = []
+    router: list[str] = []  # globs over running-configuration paths (`block > line`)
 
 
 class Oracle(_Strict):
