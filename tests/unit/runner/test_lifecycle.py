@@ -67,6 +67,9 @@ class FakeNode:
         self.domain, self.mgmt_ip = f"fake-{name}", "10.9.0.2"
         self.console_log = Path("/nonexistent")
 
+    def as_source(self, source: str) -> FakeNode:
+        return self  # one login for harness and agent, as on a Linux LabNode
+
     async def exec(
         self, command: str, *, timeout: float | None = 120.0, max_output: int = 65536, stdin: bytes | None = None,
         idle_timeout: float | None = None,
