@@ -13,9 +13,9 @@ Contracts of `ConsoleSession`:
   wakes the console again (`wake`, a carriage return) every few seconds while nothing
   matches. A stream that ends raises `ConsoleLost`; a timeout raises `ConsoleTimeout`
   (both `HarnessError`s) with the screen's last lines, secrets never included.
-- `login(spec)` gets to the device's prompt: it answers the login and password prompts
-  with the spec's credentials, or finds a prompt already there (a console left logged in);
-  a refused login is a `HarnessError`.
+- `login(spec)` gets to the device's prompt (or its `landing`, a menu the `enter` steps
+  leave): it answers the login and password prompts with the spec's credentials, or finds
+  a prompt already there (a console left logged in); a refused login is a `HarnessError`.
 - `step(step, values)` sends one template step (`testbed.model.device.ConsoleStep`) with
   its fields filled and waits for its `expect` (default: the prompt).
 Commands with an exit status, bounded in time and output, are `testbed.guest.consolexec`.
@@ -154,9 +154,10 @@ class ConsoleSession:
         if not re.search(spec.prompt, seen):
             self.screen.mark()
             await self.send_line(spec.password or "")
-            after_password = [spec.prompt] + ([spec.login_prompt] if spec.login_prompt else [])
+            landed = [spec.prompt] + ([spec.landing] if spec.landing else [])
+            after_password = landed + ([spec.login_prompt] if spec.login_prompt else [])
             seen = await self.expect("|".join(f"(?:{p})" for p in after_password), deadline - time.monotonic())
-            if _LOGIN_REFUSED.search(seen) or not re.search(spec.prompt, seen):
+            if _LOGIN_REFUSED.search(seen) or not any(re.search(p, seen) for p in landed):
                 raise HarnessError(f"{self.name}: console login as {spec.user} was refused")
 
     async def step(self, step: ConsoleStep, values: Mapping[str, str], prompt: str) -> str:

@@ -18,7 +18,8 @@ Bounds: stdout and stderr are kept with `BoundedCapture` (head and tail, as over
 the deadline (or after `idle_timeout` without output) Ctrl-C goes to the console (SIGINT
 to the foreground job; the interactive shell drops the rest of the line, so the E/F
 trailer is typed again), then Ctrl-\\ after `INTERRUPT_GRACE_S`; the result is
-`timed_out` with no exit status once the F marker arrives. A command that survives both
+`timed_out` with no exit status once the F marker arrives, and stdout is what the command
+printed before the interrupt (what follows is the console's own echo). A command that survives both
 leaves the console unusable: `ConsoleLost`. Carriage returns the tty adds (`onlcr`) are
 taken out when `stty -onlcr` could not turn them off. Commands run one at a time.
 """
@@ -139,6 +140,7 @@ class ConsoleChannel:
     async def _interrupt(self, run: _Run) -> None:
         """Ctrl-C to the foreground job; an interactive shell then drops the rest of the
         command line, so the trailer (E and F markers) is typed again."""
+        run.interrupt(self._crlf)
         await self.session.send(b"\x03")
         await asyncio.sleep(0.3)
         await self.session.send_line(run.trailer)
@@ -191,6 +193,17 @@ class _Run:
         self.status: int | None = None
         self.finished = False
         self.quit_sent = False
+        self.interrupted = False  # from then on stdout is the console's echo: not kept
+
+    def interrupt(self, crlf: bool) -> None:
+        """Keep what the command printed so far (up to a marker that may be arriving),
+        then stop keeping stdout."""
+        if self.stage == "out":
+            cut = self.buffer.rfind(b"\x1e")
+            cut = len(self.buffer) if cut < 0 else cut
+            _emit(self.out, self.buffer[:cut], crlf)
+            self.buffer = self.buffer[cut:]
+        self.interrupted = True
 
     def feed(self, data: bytes, crlf: bool) -> None:
         self.buffer += data
@@ -202,13 +215,13 @@ class _Run:
             self.buffer = self.buffer[found.end() :]
             self.stage = "out"
         if self.stage == "out":
-            if not self._section(self.end, self.out, crlf):
+            if not self._section(self.end, None if self.interrupted else self.out, crlf):
                 return
             self.stage = "err"
         if self.stage == "err" and self._section(self.final, self.err, crlf):
             self.finished = True
 
-    def _section(self, closing: re.Pattern[bytes], sink: BoundedCapture, crlf: bool) -> bool:
+    def _section(self, closing: re.Pattern[bytes], sink: BoundedCapture | None, crlf: bool) -> bool:
         """Pass the buffer on to `sink` up to `closing` (True: found; its number, if any,
         is the status), or all but the last `KEEP` bytes (False)."""
         found = closing.search(self.buffer)
@@ -227,5 +240,6 @@ class _Run:
         return True
 
 
-def _emit(sink: BoundedCapture, data: bytes, crlf: bool) -> None:
-    sink.feed(data.replace(b"\r\n", b"\n") if crlf else data)
+def _emit(sink: BoundedCapture | None, data: bytes, crlf: bool) -> None:
+    if sink is not None:
+        sink.feed(data.replace(b"\r\n", b"\n") if crlf else data)

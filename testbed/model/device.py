@@ -15,7 +15,8 @@ configuration there).
 `ConsoleSpec` (the image's `console:`): how testbed logs in on the serial console
 (`login_prompt`, `password_prompt`, `user`, `password`), recognises the device's prompt
 (`prompt`, a regex matched at the end of the console output), reaches a POSIX shell
-(`enter`: steps after the login, e.g. OPNsense's menu), pushes a bootstrap in the device's
+(`enter`: steps after the login, e.g. OPNsense's menu, which `landing` recognises when a
+login lands there instead of at the prompt), pushes a bootstrap in the device's
 own syntax (`bootstrap`: management address, SSH enabled, testbed's key installed; `save`
 steps make it survive a reboot), reads the SSH host key to pin (`host_key`: a command whose
 output holds an `ssh-ed25519 ...` line), and whether SSH can be enabled at all (`ssh`
@@ -102,6 +103,7 @@ class ConsoleSpec(_Strict):
     user: str | None = None
     password: str | None = None
     wake: str = "\r"
+    landing: str | None = None
     enter: list[ConsoleStep] = []
     bootstrap: list[ConsoleStep] = []
     host_key: str | None = None
@@ -109,7 +111,7 @@ class ConsoleSpec(_Strict):
     work_dir: str = "/run/testbed"
     login_timeout_s: float = Field(default=120, gt=0)
 
-    @field_validator("prompt", "login_prompt", "password_prompt")
+    @field_validator("prompt", "login_prompt", "password_prompt", "landing")
     @classmethod
     def _regex(cls, value: str | None) -> str | None:
         if value is not None:

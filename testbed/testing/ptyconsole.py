@@ -22,6 +22,7 @@ LOGIN_SCRIPT = r"""
 while :; do
   printf 'Debian GNU/Linux 12 testbed ttyS0\n\ntestbed login: '
   read -r user || exit 1
+  [ -n "$user" ] || continue  # Enter alone shows the prompt again, as agetty does
   printf 'Password: '
   stty -echo; read -r pw; stty echo; printf '\n'
   if [ "$user" = "${TB_USER:-root}" ] && [ "$pw" = "${TB_PASSWORD:-testbed}" ]; then break; fi
@@ -104,3 +105,38 @@ class PtyConsole:
             os.killpg(self.proc.pid, signal.SIGKILL)
         await asyncio.to_thread(self.proc.wait)
         os.close(self.master)
+
+
+class ReplayConsole:
+    """A console that replays a transcript: `(expected input, output)` steps. It prints the
+    first step's output at once; each later step's output comes when the input written so
+    far ends with that step's expected input (so a test knows what the client typed, in
+    order). `written` keeps every byte the client sent."""
+
+    def __init__(self, steps: list[tuple[bytes | None, bytes]]) -> None:
+        self.steps = list(steps)
+        self.written = bytearray()
+        self._queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self._since = 0
+        if self.steps and self.steps[0][0] is None:
+            first = self.steps.pop(0)[1]
+            if first:
+                self._queue.put_nowait(first)
+
+    async def read(self) -> bytes:
+        return await self._queue.get()
+
+    async def write(self, data: bytes) -> None:
+        self.written += data
+        if (
+            self.steps
+            and self.steps[0][0] is not None
+            and bytes(self.written[self._since :]).endswith(self.steps[0][0])
+        ):
+            self._since = len(self.written)
+            output = self.steps.pop(0)[1]
+            if output:
+                self._queue.put_nowait(output)
+
+    async def close(self) -> None:
+        self._queue.put_nowait(b"")
