@@ -177,12 +177,7 @@ class GuestSession:
             duration = time.monotonic() - t0
             exit_code = chan.exit_status if how == "exited" else None
             timed_out = how != "exited"
-            if (
-                not (marker or cli)
-                and timeout is not None
-                and exit_code in TIMEOUT_STATUSES
-                and duration >= timeout - 0.5
-            ):
+            if not (marker or cli) and _guest_timeout(exit_code, timeout, duration):
                 timed_out, exit_code = True, None
             return ExecResult(
                 command=command,
@@ -265,6 +260,11 @@ class GuestSession:
         if result.stdout_truncated:
             raise HarnessError(f"download of {self.host}:{path}: file larger than {max_bytes} bytes")
         return base64.b64decode(result.stdout)
+
+
+def _guest_timeout(exit_code: int | None, timeout: float | None, duration: float) -> bool:
+    """The guest's `timeout` ended the command (its statuses, at the deadline)."""
+    return timeout is not None and exit_code in TIMEOUT_STATUSES and duration >= timeout - 0.5
 
 
 def _same(session: CommandChannel) -> CommandChannel:

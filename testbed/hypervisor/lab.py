@@ -355,9 +355,6 @@ class Lab:
         fwcfg, seed_iso = await self._seed(node_name, image, plan, interfaces, host_key, client_pub)
         domain = f"{prefix}-{node_name}"
         console_log = files.console_log(lab_dir, self.lab_id, node_name)
-        nics = [Nic(f"{prefix}-mgmt", macs["mgmt"])] + [
-            Nic(f"{prefix}-{iface.network}", macs[iface.network]) for iface in plan.ifaces.get(node_name, [])
-        ]
         spec = DomainSpec(
             name=domain,
             lab_name=self.state.name,
@@ -368,7 +365,7 @@ class Lab:
             disk=overlay,
             console_log=console_log,
             metadata_xml=self.metadata_for(node_name),
-            nics=nics,
+            nics=[Nic(f"{prefix}-{net}", macs[net]) for net in ["mgmt", *(i.network for i in plan.ifaces[node_name])]],
             emulator=emulator,
             firmware=image.boot.firmware,
             nvram=files.nvram(lab_dir, self.lab_id, node_name) if image.boot.firmware == "uefi" else None,
@@ -381,21 +378,7 @@ class Lab:
             disk_bus=image.boot.disk_bus,
             nic_model=image.boot.nic_model,
         )
-        state = NodeState(
-            name=node_name,
-            image=image.name,
-            domain=domain,
-            mgmt_ip=plan.mgmt[node_name],
-            host_key=host_pub,
-            user=image.login.user,
-            dialect=image.dialect,
-            readiness=image.readiness.method,
-            data_ips=plan.node_data_ips(node_name),
-            console_log=console_log,
-            agent_user=image.login.agent.user if image.login.agent else None,
-            agent_dialect=image.login.agent.dialect if image.login.agent else None,
-            mgmt_mac=macs["mgmt"],
-        )
+        state = _node_state(node_name, image, domain, plan, host_pub, console_log, macs["mgmt"])
         session = GuestSession(
             plan.mgmt[node_name],
             client_key=client_key,
@@ -595,6 +578,28 @@ async def keep_consoles(state: LabState, keep: KeepConsole | None) -> None:
             await keep(node.name, Path(node.console_log))
         except Exception:
             log.exception("could not keep the console log of %s", node.name)
+
+
+def _node_state(
+    node: str, image: ImageDef, domain: str, plan: AddressPlan, host_pub: str, console_log: str, mgmt_mac: str
+) -> NodeState:
+    """The lab record of one node (what `testbed lab exec` and the reaper read back)."""
+    agent = image.login.agent
+    return NodeState(
+        name=node,
+        image=image.name,
+        domain=domain,
+        mgmt_ip=plan.mgmt[node],
+        host_key=host_pub,
+        user=image.login.user,
+        dialect=image.dialect,
+        readiness=image.readiness.method,
+        data_ips=plan.node_data_ips(node),
+        console_log=console_log,
+        agent_user=agent.user if agent else None,
+        agent_dialect=agent.dialect if agent else None,
+        mgmt_mac=mgmt_mac,
+    )
 
 
 def _check_node_fits(topology: Topology, node: str, image: ImageDef) -> None:

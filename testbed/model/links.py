@@ -63,6 +63,19 @@ def network_name(value: str) -> str:
     return value
 
 
+def ipv4_subnet(value: str | None, max_prefix: int, why: str) -> str | None:
+    """`value` as a canonical IPv4 subnet no longer than /`max_prefix` (None stays None)."""
+    if value is None:
+        return None
+    try:
+        net = ipaddress.IPv4Network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"'{value}' is not an IPv4 subnet: {exc}") from exc
+    if net.prefixlen > max_prefix:
+        raise ValueError(f"'{value}' {why} (at most /{max_prefix})")
+    return str(net)
+
+
 class NodeShape(Protocol):
     """What the checks read of a topology's node (`testbed.model.topology.NodeSpec`)."""
 
@@ -126,15 +139,7 @@ class LinkSpec(BaseModel):
     @field_validator("subnet")
     @classmethod
     def _subnet(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            net = ipaddress.IPv4Network(value, strict=True)
-        except ValueError as exc:
-            raise ValueError(f"'{value}' is not an IPv4 subnet: {exc}") from exc
-        if net.prefixlen > 31:
-            raise ValueError(f"'{value}' holds no two hosts (at most /31)")
-        return str(net)
+        return ipv4_subnet(value, 31, "holds no two hosts")
 
     @property
     def fixed(self) -> dict[str, str]:

@@ -33,6 +33,7 @@ from testbed.model.links import (
     LinkSpec,
     check_links,
     default_link_names,
+    ipv4_subnet,
     network_name,
     resolve_endpoints,
     split_endpoint,
@@ -103,15 +104,7 @@ class NetworkSpec(_Strict):
     @field_validator("subnet")
     @classmethod
     def _subnet(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            net = ipaddress.IPv4Network(value, strict=True)
-        except ValueError as exc:
-            raise ValueError(f"'{value}' is not an IPv4 subnet: {exc}") from exc
-        if net.prefixlen > 29:
-            raise ValueError(f"'{value}' is too small (at most /29)")
-        return str(net)
+        return ipv4_subnet(value, 29, "is too small")
 
     @model_validator(mode="after")
     def _members_and_addresses(self) -> NetworkSpec:
