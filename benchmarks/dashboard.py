@@ -4,7 +4,8 @@ Builds (or, with `--reuse`, reuses) a database migrated to head with a few hundr
 their phases, nodes, snapshots (parsed-snapshot-shaped JSON at every point), checks,
 findings attributed to commands and, in bulk, `--commands` commands (about 1.5% of them
 high-impact), then times the ASGI app through httpx (no network): the overview, the runs
-list (default and filtered/sorted), one run's page and the API equivalents. Each URL gets
+list (default and filtered/sorted), one run's page (with its trajectory), a task page, the
+leaderboard and the API equivalents (the biggest run's whole trajectory included). Each URL gets
 one warm-up request and `--repeat` timed ones; the median is printed per URL and the last
 line names the slowest (goal: under 300 ms).
 
@@ -276,6 +277,9 @@ def main() -> int:
         "api runs": "/api/runs",
         "api run": f"/api/runs/{run}",
         "tasks": "/tasks",
+        "task page": "/tasks/nginx-vhost",
+        "leaderboard": "/leaderboard",
+        "api trajectory (every agent command)": f"/api/runs/{run}/trajectory",
     }
     times = asyncio.run(measure(app, list(pages.values()), args.repeat))
     worst_name, worst_path = max(pages.items(), key=lambda kv: times[kv[1]])

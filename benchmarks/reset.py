@@ -44,7 +44,7 @@ async def episode(manager, task: str) -> float:  # type: ignore[no-untyped-def]
 async def main(rounds: int, task: str) -> str:
     from testbed.config import Settings
     from testbed.db.engine import open_database
-    from testbed.hypervisor.savedstate import SlotStore
+    from testbed.hypervisor.slots import SlotStore
     from testbed.runtime import runtime
     from testbed.server.envapi.backend import RunnerBackend
     from testbed.server.envapi.episodes import EpisodeManager

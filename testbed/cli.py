@@ -16,14 +16,17 @@ from rich.table import Table
 from testbed.analysis.cli import app as analyze_app
 from testbed.analysis.redact.cli import redact_command
 from testbed.db.cli import db_app, runs_app
+from testbed.demo_cli import demo_command
 from testbed.errors import HarnessError, InputError
 from testbed.export.cli import export_command
 from testbed.hypervisor.cli import lab_app, reap_command
 from testbed.images.cli import app as image_app
+from testbed.importers.cli import import_app
 from testbed.render.terminal import error_line
 from testbed.report.cli import report_command
 from testbed.runner.cli import run_command, task_app
 from testbed.scheduler.cli import jobs_app, launch_command
+from testbed.scheduler.gate_cli import gate_command
 from testbed.server.dashboard_cli import dashboard_command
 from testbed.server.envapi.cli import serve_command, state_app
 
@@ -46,9 +49,12 @@ app.command("serve")(serve_command)
 app.add_typer(state_app, name="state")
 app.command("launch")(launch_command)
 app.add_typer(jobs_app, name="jobs")
+app.command("gate")(gate_command)
 app.command("export")(export_command)
 app.command("report")(report_command)
 app.command("redact")(redact_command)
+app.add_typer(import_app, name="import")
+app.command("demo")(demo_command)
 
 EXIT_INPUT = 2
 EXIT_HARNESS = 3

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from testbed.agents.base import Action, Agent, AgentContext, Observation
 from testbed.agents.registry import plugin_agent
 from testbed.errors import InputError
+from testbed.model.loading import MAX_LOG_BYTES, parse_json, read_text
 from testbed.model.task import Task
 
 
@@ -48,17 +48,14 @@ def oracle_agent(task: Task) -> SequenceAgent:
 def replay_agent(path: Path) -> SequenceAgent:
     """Replays a JSONL file of `{"node": ..., "command": ...}` objects."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read replay file: {exc.strerror}") from exc
+        lines = read_text(path, limit=MAX_LOG_BYTES).splitlines()
+    except InputError as exc:
+        raise InputError(path, "--agent replay", exc.problem) from None
     actions: list[Action] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except ValueError as exc:
-            raise InputError(path, f"line {number}", f"not JSON: {exc}") from exc
+        item = parse_json(line, path, f"line {number}")
         if (
             not isinstance(item, dict)
             or not isinstance(item.get("node"), str)

@@ -7,7 +7,9 @@ keys in their order, with `impact` set to the sorted testbed classes of its `com
 (`--classes study`), or both keys (`--classes both`, `impact` first); `[]` when the object
 has no `command` or it is null. A line that is not JSON, not an object, or whose
 `command` is not a string is an `InputError` naming the file and line number (exit
-status 2, nothing written). Blank lines are skipped.
+status 2, nothing written), and so is a file that cannot be read, is not UTF-8 (line and
+column named) or holds JSON nested too deeply (`testbed.model.loading`). Blank lines are
+skipped.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import typer
 from testbed.analysis.impact import classify
 from testbed.analysis.study import study_classify
 from testbed.errors import InputError
+from testbed.model.loading import MAX_LOG_BYTES, decode_text, parse_json, read_text
 
 app = typer.Typer(help="Analyse recorded commands (high-impact classes).", no_args_is_help=True)
 
@@ -49,10 +52,7 @@ def annotate_lines(lines: Iterable[str], source: str, classes: ClassSet = ClassS
         if not line.strip():
             continue
         where = f"line {number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(source, where, f"not valid JSON ({exc.msg})") from exc
+        obj = parse_json(line, source, where)
         if not isinstance(obj, dict):
             raise InputError(source, where, "expected a JSON object")
         command = obj.get("command")
@@ -67,11 +67,8 @@ def annotate_lines(lines: Iterable[str], source: str, classes: ClassSet = ClassS
 
 def _read_lines(file: str) -> list[str]:
     if file == "-":
-        return sys.stdin.read().splitlines()
-    try:
-        return Path(file).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(file, None, f"cannot read: {exc}") from exc
+        return decode_text(sys.stdin.buffer.read(), "-").splitlines()
+    return read_text(Path(file), limit=MAX_LOG_BYTES).splitlines()
 
 
 @app.command("commands")

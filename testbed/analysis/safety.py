@@ -37,11 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from testbed.analysis.command.paths import is_root_or_essential
 from testbed.analysis.impact import IMPACT_CLASSES, Hit, analyze
-from testbed.errors import InputError
+from testbed.model.loading import validate
 
 Action = Literal["allow", "flag", "block"]
 _SEVERITY: dict[str, int] = {"allow": 0, "flag": 1, "block": 2}
@@ -140,11 +140,7 @@ class SafetyPolicy(BaseModel):
     @classmethod
     def from_table(cls, table: Mapping[str, object] | None, source: str | Path | None = None) -> SafetyPolicy:
         """Policy from a `[safety]` table (None → defaults); bad input → `InputError`."""
-        try:
-            return cls.model_validate(dict(table or {}))
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'safety'}: {e['msg']}" for e in exc.errors())
-            raise InputError(source, "safety", problems) from exc
+        return validate(cls, dict(table or {}), source, prefix="safety")
 
     def action_for(self, rule: str) -> Action:
         """The effective action of `rule` under this policy."""

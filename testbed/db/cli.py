@@ -9,6 +9,12 @@ exit status 2, and nothing is created). An unknown, too short or ambiguous run i
 `InputError` (exit status 2 in the main CLI). Stored text reaches the terminal only through
 `testbed.render.terminal` (never Rich markup, control sequences neutralised).
 
+`runs list [--job J] [--task T] [--agent A] [--outcome O] [--json]` lists the newest runs
+matching every filter given (ids whole when stdout is not a terminal, and in JSON).
+`runs show RUN_ID [--json]` prints everything about a run and its trajectory
+(`testbed.db.read.trajectory`; `--json` adds it under `trajectory`). `runs compare A B
+[--json]` puts two runs of one task side by side (`testbed.db.stream_cli`).
+
 `runs findings RUN_ID [--kind K] [--json]` lists a run's findings in id order, each with
 kind, category, node, summary and the attributed command (seq and first line, or `-`);
 `--json` prints `{"run_id", "residue", "findings": [{id, kind, category, node, summary,
@@ -27,12 +33,18 @@ from sqlalchemy.engine import make_url
 
 from testbed.db.engine import database_url
 from testbed.db.migrate import current_revision, head_revision, upgrade
-from testbed.db.read import RunDetail, RunFilter, RunSummary, list_runs, open_read_only, run_detail
+from testbed.db.read import RunDetail, RunFilter, RunSummary, list_runs, open_read_only, resolve_job_id, run_detail
 from testbed.db.read.artifacts import artifact_infos, artifact_text
+from testbed.db.read.compare import compare_runs
+from testbed.db.read.filters import OUTCOME_FILTERS, check_outcome
 from testbed.db.read.findings import FindingInfo, load_findings
+from testbed.db.read.trajectory import trajectory
+from testbed.db.stream_cli import comparison_table, print_trajectory
+from testbed.egress.query import egress_rows
+from testbed.egress.render import egress_json, egress_table
 from testbed.errors import InputError
 from testbed.render.format import duration, first_line, timestamp
-from testbed.render.terminal import cell, console, json_text, neutralise
+from testbed.render.terminal import cell, console, json_text, neutralise, shown_id
 
 db_app = typer.Typer(help="Manage the run database.", no_args_is_help=True)
 runs_app = typer.Typer(help="Inspect recorded runs.", no_args_is_help=True)
@@ -79,13 +91,18 @@ def runs_list(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many runs.")] = 20,
     job: Annotated[str | None, typer.Option("--job", help="Only runs of this job (id or prefix).")] = None,
     task: Annotated[str | None, typer.Option("--task", help="Only runs of this task id.")] = None,
-    outcome: Annotated[str | None, typer.Option("--outcome", help="Only runs with this outcome.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only runs of this agent (as listed).")] = None,
+    outcome: Annotated[
+        str | None, typer.Option("--outcome", help=f"Only runs with this outcome ({', '.join(OUTCOME_FILTERS)}).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """List the newest runs, newest first."""
-    selection = RunFilter(job_id=(job or "").strip().lower(), task=task or "", outcome=outcome or "")
+    """List the newest runs, newest first (every filter given must match)."""
+    check_outcome("--outcome", outcome or "")  # refused before the database is opened
     sessions = open_read_only(db)
     with sessions() as session:
+        job_id = resolve_job_id(session, job, field="--job") if job else ""
+        selection = RunFilter(job_id=job_id, task=task or "", agent=agent or "", outcome=outcome or "")
         runs = list_runs(session, selection, limit=limit)
     if as_json:
         typer.echo(json_text([r.to_dict() for r in runs]))
@@ -103,7 +120,7 @@ def _runs_table(runs: list[RunSummary]) -> Table:
     table = _table(f"{len(runs)} run(s)", columns, id=fixed, created=fixed, state=fixed, outcome=fixed)
     for r in runs:
         table.add_row(
-            r.short_id, timestamp(r.created_at), cell(r.task_id), cell(r.variant), cell(r.agent), str(r.attempt),
+            shown_id(r.id), timestamp(r.created_at), cell(r.task_id), cell(r.variant), cell(r.agent), str(r.attempt),
             r.state, _outcome(r.outcome), "-" if r.reward is None else f"{r.reward:g}", duration(r.duration_s),
             cell(r.host),
         )  # fmt: skip
@@ -119,12 +136,15 @@ def runs_show(
         str | None, typer.Option("--console", help="Print the serial console log kept for this node, and nothing else.")
     ] = None,
 ) -> None:
-    """Show one run: phases, nodes, commands, snapshot points, checks, findings and the
+    """Show one run: phases, nodes, commands, snapshot points, checks, findings, its
+    trajectory (the model's turns with the commands they ran and what those changed) and the
     artifacts kept with it (`--console NODE` prints a node's console log)."""
     sessions = open_read_only(db)
     with sessions() as session:
         detail = run_detail(session, run_id)
+        stream = trajectory(session, detail.run.id)
         artifacts = artifact_infos(session, detail.run.id)
+        requests = egress_rows(session, detail.run.id)
         text = artifact_text(session, detail.run.id, f"console-{console_of}.log") if console_of else None
     if console_of is not None:
         if text is None:
@@ -133,7 +153,13 @@ def runs_show(
         typer.echo(neutralise(text))
         return
     if as_json:
-        typer.echo(json_text({**detail.to_dict(), "artifacts": [a.to_dict() for a in artifacts]}))
+        payload = {
+            **detail.to_dict(),
+            "trajectory": stream.to_dict(),
+            "artifacts": [a.to_dict() for a in artifacts],
+            "egress": egress_json(requests),
+        }
+        typer.echo(json_text(payload))
         return
     out = console()
     out.print(_head(detail))
@@ -141,6 +167,10 @@ def runs_show(
         table = section(detail)
         if table is not None:
             out.print(table)
+    print_trajectory(stream)
+    requests_table = egress_table(requests)
+    if requests_table is not None:
+        out.print(requests_table)
     for a in artifacts:
         cut = ", tail kept" if a.truncated else ""
         how = f"testbed runs show {detail.run.id[:8]} --console {a.node}"
@@ -263,7 +293,7 @@ def findings_command(
         payload = {"run_id": found.run_id, "residue": found.residue, "findings": findings}
         typer.echo(json_text(payload, ensure_ascii=False))
         return
-    title = f"run {found.run_id[:8]}: {len(found.findings)} finding(s); residue: {found.residue or '-'}"
+    title = f"run {shown_id(found.run_id)}: {len(found.findings)} finding(s); residue: {found.residue or '-'}"
     wide_console: Console = console(wide=200)
     table = _table(title, ("kind", "category", "node", "summary", "seq", "command"), kind={"no_wrap": True},
                    seq={"no_wrap": True})  # fmt: skip
@@ -274,3 +304,20 @@ def findings_command(
 
 
 runs_app.command("findings")(findings_command)
+
+
+@runs_app.command("compare")
+def compare_command(
+    a: RunIdArgument,
+    b: Annotated[str, typer.Argument(help="A second run of the same task: id or a unique prefix.")],
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Two runs of the same task side by side: outcome, checks, time, tokens, cost, streams."""
+    sessions = open_read_only(db)
+    with sessions() as session:
+        comparison = compare_runs(session, a, b)
+    if as_json:
+        typer.echo(json_text(comparison.to_dict()))
+        return
+    console(wide=220).print(comparison_table(comparison))

@@ -5,7 +5,10 @@ Contracts:
 
 - `database_url(explicit)`: the explicit `--db` URL, else env `TESTBED_DB`, else
   `sqlite:///$TESTBED_HOME/testbed.db`. `postgresql://` and `postgres://` are rewritten to
-  `postgresql+psycopg://` (psycopg 3 is the only PostgreSQL driver installed).
+  `postgresql+psycopg://` (psycopg 3 is the only PostgreSQL driver installed). The URL is
+  checked by `parse_url` first: one that does not parse, names another backend or driver,
+  a bad port, or a SQLite file that cannot be created is an `InputError` naming `--db` or
+  `TESTBED_DB` (exit status 2) — before anything is opened or created.
 - `make_engine(url)`: on SQLite, every connection runs in WAL journal mode with
   `synchronous=NORMAL`, `foreign_keys=ON` and a busy timeout; SQLAlchemy (not the sqlite3
   module) emits BEGIN, so transactions and DDL are real transactions. Writers should use
@@ -24,15 +27,18 @@ Contracts:
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from testbed.config import Settings
-from testbed.errors import HarnessError
+from testbed.config import testbed_home
+from testbed.errors import HarnessError, InputError
+from testbed.model.outputs import check_output
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 """How long a SQLite connection waits for a lock held by another writer."""
@@ -40,16 +46,65 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 _BEGIN_OPTION = "testbed_sqlite_begin"
 
 
+SUPPORTED_DRIVERS = {"sqlite": ("pysqlite",), "postgresql": ("psycopg",)}
+"""Backends and the drivers installed for them."""
+
+URL_FORMS = "sqlite:///FILE or postgresql://USER@HOST[:PORT]/DATABASE"
+
+_PASSWORD_RE = re.compile(r"(://[^:/@]*:)[^@/]*@")
+
+
+def url_source(explicit: str | None) -> str:
+    """Where the database URL comes from, as the field of an `InputError`."""
+    if explicit:
+        return "--db"
+    return "TESTBED_DB" if os.environ.get("TESTBED_DB", "").strip() else "TESTBED_HOME"
+
+
 def database_url(explicit: str | None = None) -> str:
     """The URL to use: `explicit`, else env `TESTBED_DB`, else the SQLite file under
-    `TESTBED_HOME`. The result is normalised by `normalize_url`."""
-    if explicit:
-        return normalize_url(explicit)
-    env = os.environ.get("TESTBED_DB")
-    if env:
-        return normalize_url(env)
-    path = Settings.from_env().home / "testbed.db"
-    return f"sqlite:///{path}"
+    `TESTBED_HOME`; normalised by `normalize_url` and checked by `parse_url`."""
+    field = url_source(explicit)
+    raw = explicit or os.environ.get("TESTBED_DB", "").strip()
+    url = normalize_url(raw) if raw else f"sqlite:///{testbed_home() / 'testbed.db'}"
+    parse_url(url, field)
+    return url
+
+
+def parse_url(url: str, field: str = "--db") -> URL:
+    """`url` parsed; one that is not a database URL testbed can use is an `InputError`
+    naming `field` (`--db`, `TESTBED_DB`) and nothing is opened or created: it must parse,
+    name SQLite or PostgreSQL with an installed driver, have a port in 1..65535, and a
+    SQLite file must not be a directory nor sit below a file."""
+    shown = _PASSWORD_RE.sub(r"\1***@", url)
+    try:
+        sa_url = make_url(url)
+    except (ArgumentError, ValueError):
+        raise InputError(None, field, f"{shown!r} is not a database URL ({URL_FORMS})") from None
+    backend, driver = sa_url.get_backend_name(), sa_url.get_driver_name()
+    if backend not in SUPPORTED_DRIVERS:
+        raise InputError(None, field, f"unsupported database {backend!r} in {shown!r}: use {URL_FORMS}")
+    if driver not in SUPPORTED_DRIVERS[backend]:
+        raise InputError(None, field, f"driver {driver!r} is not installed: use {URL_FORMS}")
+    if sa_url.port is not None and not 1 <= sa_url.port <= 65535:
+        raise InputError(None, field, f"port {sa_url.port} in {shown!r} is not in 1..65535")
+    if backend == "sqlite":
+        _check_sqlite(sa_url, shown, field)
+    return sa_url
+
+
+def _check_sqlite(sa_url: URL, shown: str, field: str) -> None:
+    if sa_url.host or sa_url.username or sa_url.port:
+        raise InputError(
+            None, field, f"{shown!r}: a SQLite URL has no host; use sqlite:///relative.db or sqlite:////absolute.db"
+        )
+    path = sqlite_path(sa_url)
+    if path is None:
+        return
+    try:
+        check_output(path)
+    except InputError as exc:
+        raise InputError(None, field, f"{path} {exc.problem}") from None
 
 
 def normalize_url(url: str) -> str:
@@ -58,6 +113,14 @@ def normalize_url(url: str) -> str:
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
     return url
+
+
+def sqlite_path(sa_url: URL) -> Path | None:
+    """The file of a SQLite URL; None for an in-memory database or a `file:` URI."""
+    database = sa_url.database or ""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
 
 
 def connection_error(exc: BaseException, url: URL) -> HarnessError:
@@ -111,9 +174,9 @@ def make_engine(url: str, *, echo: bool = False, read_only: bool = False) -> Eng
     """An engine for `url` (after `normalize_url`), configured as the module doc says."""
     sa_url: URL = make_url(normalize_url(url))
     if sa_url.get_backend_name() == "sqlite":
-        database = sa_url.database
-        if not read_only and database and database != ":memory:" and not database.startswith("file:"):
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        path = sqlite_path(sa_url)
+        if not read_only and path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(sa_url, echo=echo)
         event.listen(engine, "connect", _sqlite_connect_read_only if read_only else _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)

@@ -1,10 +1,15 @@
 """The dataset card (`README.md`) written beside the Parquet files.
 
 Contract: `write_card(result)` renders `templates/card.md.j2` into `result.card`. The card
-starts with YAML front matter whose `configs:` name one config per table (data file =
-`<table>.parquet`, split `train`), so the Hugging Face `datasets` loader picks the tables
-up; the body gives the selection, redaction mode, row counts, how the data was made and
-every table's schema (taken from `SCHEMAS`, so it cannot drift from the files).
+starts with the YAML front matter of a Hugging Face Hub dataset card: `pretty_name`,
+`license` (`--license`, default `unknown`), `task_categories`, `size_categories` (from the
+trajectories' row count), tags, and `configs:` with one config per table that has rows
+(data file = `<table>.parquet`, split `train`; `trajectories` is the default), so the
+`datasets` loader picks every table up. An empty table has no config (`datasets` refuses
+a split of no rows: "corresponds to no data"), so it never breaks loading the card's
+configs; its file is still written, with its schema. The body gives the selection,
+redaction mode, row counts, how the data was made and every table's schema (taken from
+`SCHEMAS`, so it cannot drift from the files).
 """
 
 from __future__ import annotations
@@ -19,6 +24,17 @@ from testbed.render.format import size
 
 if TYPE_CHECKING:
     from testbed.export.dataset import ExportResult
+
+
+DEFAULT_CONFIG = "trajectories"
+"""The config `load_dataset(directory)` loads when none is named (when it has rows; else
+the first table that has)."""
+SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
+
+
+def size_category(rows: int) -> str:
+    """The Hub's size category for `rows` examples."""
+    return next((name for bound, name in SIZE_CATEGORIES if rows < bound), "1M<n<10M")
 
 
 def _environment() -> jinja2.Environment:
@@ -77,6 +93,13 @@ def card_context(result: ExportResult) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "testbed_version": _testbed_version(),
         "warnings": [_cell(w) for w in result.warnings],
+        "license": result.license,
+        "passed_only": result.passed_only,
+        "configs": [t for t in tables if t["rows"]],
+        "empty": [t["name"] for t in tables if not t["rows"]],
+        "default_config": next((t["name"] for t in tables if t["rows"] and t["name"] == DEFAULT_CONFIG), None)
+        or next((t["name"] for t in tables if t["rows"]), None),
+        "size_category": size_category(result.tables["trajectories"].rows if "trajectories" in result.tables else 0),
     }
 
 

@@ -9,6 +9,7 @@ terminal; warnings (stored text) are printed through `testbed.render.terminal`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -21,9 +22,13 @@ from rich.text import Text
 from testbed.config import project_root
 from testbed.db.read import make_filter, open_read_only
 from testbed.errors import InputError
-from testbed.export.dataset import export_dataset
+from testbed.export.dataset import ExportResult, export_dataset
+from testbed.model.outputs import check_output, make_directory
 from testbed.render.terminal import cell
 from testbed.render.terminal import console as table_console
+
+LICENSE_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]{0,63}$")
+"""The shape of a Hub license id (`cc-by-4.0`, `apache-2.0`, `other`, `unknown`)."""
 
 
 class RichExportProgress:
@@ -56,13 +61,22 @@ def export_command(
         Path | None, typer.Option("--tasks-dir", help="Task directories to describe tasks from (default: ./tasks).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")] = False,
+    passed_only: Annotated[
+        bool, typer.Option("--passed-only", help="Only passed runs in the trajectories table (an SFT set).")
+    ] = False,
+    license: Annotated[
+        str, typer.Option("--license", help="The card's license: a Hugging Face Hub license id (default: unknown).")
+    ] = "unknown",
 ) -> None:
-    """Export runs, tasks, nodes, commands, snapshots, checks, findings and model turns as Parquet + a card."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(out_dir, None, "exists and is not a directory")
+    """Export runs, tasks, nodes, commands, snapshots, checks, findings, model turns, egress and
+    trajectories as Parquet + a dataset card."""
+    check_output(out_dir, "OUT_DIR", directory=True)
+    if not LICENSE_RE.match(license):
+        raise InputError(None, "--license", f"not a license id: {license!r} (e.g. cc-by-4.0, mit, other, unknown)")
     sessions = open_read_only(db)
     with sessions() as session:
         selection = make_filter(session, job, since)
+    make_directory(out_dir, "OUT_DIR")
     console = Console(stderr=True)
     with Progress(
         TextColumn("{task.description:>10}"),
@@ -80,9 +94,15 @@ def export_command(
             redact=redact,
             tasks_dir=tasks_dir if tasks_dir is not None else project_root() / "tasks",
             progress=RichExportProgress(bar),
+            passed_only=passed_only,
+            license=license,
         )
-    if quiet:
-        return
+    if not quiet:
+        _print_summary(result, out_dir)
+
+
+def _print_summary(result: ExportResult, out_dir: Path) -> None:
+    """What was exported: rows, bytes and redacted rows per table, then any warnings."""
     table = Table()
     for column in ("table", "rows", "bytes", "rows redacted"):
         table.add_column(column, justify="left" if column == "table" else "right")

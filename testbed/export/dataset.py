@@ -3,8 +3,8 @@
 Layout written to `out_dir` (the directory is created; files of a previous export are
 replaced, other files are left alone):
 
-    runs.parquet  tasks.parquet  nodes.parquet  commands.parquet
-    snapshots.parquet  checks.parquet  findings.parquet  model_turns.parquet  README.md
+    runs.parquet  tasks.parquet  nodes.parquet  commands.parquet  snapshots.parquet
+    checks.parquet  findings.parquet  model_turns.parquet  trajectories.parquet  README.md
 
 Contracts:
 
@@ -25,6 +25,8 @@ Contracts:
   recorder had already redacted at capture time (`commands.redacted` in the database).
   `redact=False` exports the text as stored; `redacted` then only carries the database's
   capture-time kinds (commands) or is empty.
+- `trajectories` holds one chat-format conversation per run (`testbed.export.trajectories`);
+  `passed_only` keeps only the passed runs in it (the other tables are unchanged).
 - `tasks` aggregates the exported runs per task_id (`testbed.export.tasks`); a task's
   definition columns come from its task.toml through the task model's loader, and a
   task.toml that does not load never fails the export (it is named in `warnings`).
@@ -57,6 +59,7 @@ from testbed.export.redaction import Redactor
 from testbed.export.schema import SCHEMAS, TABLE_NAMES
 from testbed.export.sources import BATCH_ROWS, Source, TableSources
 from testbed.export.tasks import task_rows
+from testbed.export.trajectories import TaskFactsCache, TrajectorySource
 
 BATCH_BYTES = 32 * 1024 * 1024
 """About this many bytes of text per written batch at most."""
@@ -100,6 +103,8 @@ class ExportResult:
     finished_at: datetime
     card: Path
     warnings: list[str] = field(default_factory=list)
+    passed_only: bool = False
+    license: str = "unknown"
 
     @property
     def seconds(self) -> float:
@@ -189,6 +194,25 @@ def _write_table(
     return TableExport(source.table, path, written, path.stat().st_size, redacted_rows)
 
 
+def _write_trajectories(conn: Connection, out_dir: Path, source: TrajectorySource, progress: ExportProgress | None,
+) -> TableExport:  # fmt: skip
+    if progress is not None:
+        progress.start("trajectories", source.count())
+    counts = {"rows": 0, "redacted": 0}
+
+    def converted() -> Iterator[pa.RecordBatch]:
+        for batch, rows, hits in source.batches():
+            counts["rows"] += rows
+            counts["redacted"] += hits
+            yield batch
+            if progress is not None:
+                progress.advance("trajectories", rows)
+
+    path = out_dir / "trajectories.parquet"
+    _write(path, SCHEMAS["trajectories"], converted())
+    return TableExport("trajectories", path, counts["rows"], path.stat().st_size, counts["redacted"])
+
+
 def export_dataset(
     db: Database,
     out_dir: Path,
@@ -197,6 +221,8 @@ def export_dataset(
     redact: bool = True,
     tasks_dir: Path | None = None,
     progress: ExportProgress | None = None,
+    passed_only: bool = False,
+    license: str = "unknown",
     batch_rows: int = BATCH_ROWS,
     batch_bytes: int = BATCH_BYTES,
     fetch_rows: int = FETCH_ROWS,
@@ -215,10 +241,15 @@ def export_dataset(
     if engine.dialect.name == "postgresql":
         conn_opts["isolation_level"] = "REPEATABLE READ"
     with engine.connect().execution_options(**conn_opts) as conn, conn.begin():
-        sources = TableSources(conn, selection, Redactor(enabled=redact))
+        redactor = Redactor(enabled=redact)
+        sources = TableSources(conn, selection, redactor)
         for table in TABLE_NAMES:
             if table == "tasks":
                 tables[table] = _write_tasks(conn, out_dir, selection, tasks_dir, progress, warnings)
+            elif table == "trajectories":
+                facts = TaskFactsCache(tasks_dir, warnings)
+                trajectories = TrajectorySource(conn, selection, redactor, facts, passed_only)
+                tables[table] = _write_trajectories(conn, out_dir, trajectories, progress)
             else:
                 tables[table] = _write_table(conn, out_dir, getattr(sources, table)(), batching, progress)
     result = ExportResult(
@@ -231,6 +262,8 @@ def export_dataset(
         finished_at=utcnow(),
         card=out_dir / "README.md",
         warnings=warnings,
+        passed_only=passed_only,
+        license=license,
     )
     write_card(result)
     return result

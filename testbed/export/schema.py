@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "4"
 """Version of the exported layout; stored in each file's schema metadata and in the card.
-2: `model_turns` table; `runs.retry`, `runs.retry_of`, `runs.not_before`."""
+2: `model_turns` table; `runs.retry`, `runs.retry_of`, `runs.not_before`.
+3: `trajectories` table (chat-format conversations).
+4: `egress` table (every request guests made through the egress proxy)."""
 
 TABLE_NAMES: tuple[str, ...] = (
     "runs",
@@ -35,6 +37,8 @@ TABLE_NAMES: tuple[str, ...] = (
     "checks",
     "findings",
     "model_turns",
+    "egress",
+    "trajectories",
 )
 """Every exported table, in export order."""
 
@@ -51,7 +55,30 @@ _TABLE_DESCRIPTIONS: dict[str, str] = {
     "checks": "One verification of one task requirement at one point of a run.",
     "findings": "Residue, high-impact commands and safety violations the analysis found.",
     "model_turns": "One row per model call of an LLM agent: messages sent, the reply, tool calls, tokens, latency.",
+    "egress": "One row per request a guest made through the lab host's egress proxy (allowed, denied or DNS failure).",
+    "trajectories": "One row per run: its conversation in chat format (any agent), reward, outcome; for SFT/DPO/GRPO.",
 }
+
+
+TOOL_CALL = pa.struct(
+    [
+        pa.field("id", pa.string()),
+        pa.field("type", pa.string()),
+        pa.field("function", pa.struct([pa.field("name", pa.string()), pa.field("arguments", pa.string())])),
+    ]
+)
+MESSAGE = pa.struct(
+    [
+        pa.field("role", pa.string()),
+        pa.field("content", pa.string()),
+        pa.field("reasoning", pa.string()),
+        pa.field("tool_calls", pa.list_(pa.field("element", TOOL_CALL))),
+        pa.field("tool_call_id", pa.string()),
+        pa.field("name", pa.string()),
+    ]
+)
+"""A chat message: role, content, reasoning, tool_calls [{id, type, function {name, arguments}}], tool_call_id, name."""
+MESSAGES = pa.list_(pa.field("element", MESSAGE, nullable=False))
 
 
 def _f(name: str, type_: pa.DataType, nullable: bool, description: str) -> pa.Field:
@@ -232,6 +259,50 @@ SCHEMAS: dict[str, pa.Schema] = {
             _f("redacted", STRINGS, False, _REDACTED),
         ],
     ),
+    "egress": _schema(
+        "egress",
+        [
+            _f("id", pa.int64(), False, "Egress row id (increases in recording order)."),
+            _f("run_id", pa.string(), False, "Run the request belongs to."),
+            _f("node", pa.string(), True, "Node whose management address made the request (null: none of the run's)."),
+            _f("at", TIMESTAMP, False, "When the proxy logged the request (UTC)."),
+            _f("method", pa.string(), False, "HTTP method (CONNECT for HTTPS tunnels)."),
+            _f("host", pa.string(), True, "Requested host name or address."),
+            _f("url", pa.string(), False, "Requested URL; host:port for CONNECT."),
+            _f("status", pa.int32(), False, "HTTP status the proxy answered (0: none)."),
+            _f("bytes", pa.int64(), False, "Bytes the proxy sent back."),
+            _f("decision", pa.string(), False, "allowed | denied | dns_failure."),
+            _f("redacted", STRINGS, False, _REDACTED),
+        ],
+    ),
+    "trajectories": _schema(
+        "trajectories",
+        [
+            _f("run_id", pa.string(), False, "Run id (runs.id)."),
+            _f("job_id", pa.string(), True, "Job the run belongs to."),
+            _f("task_id", pa.string(), False, "Task id."),
+            _f("split", pa.string(), False, "train | heldout: the task's split (train unless the task says so)."),
+            _f("agent", pa.string(), False, "Agent that worked on the task."),
+            _f("image", pa.string(), True, "Image the nodes were cloned from."),
+            _f("release", pa.string(), True, "os-release names of the run's nodes (PRETTY_NAME, '; '-joined)."),
+            _f("outcome", pa.string(), True, "passed | failed | error | cancelled; null until finished."),
+            _f("reward", pa.float64(), True, "Reward given to the agent (runs.reward)."),
+            _f("passed", pa.bool_(), False, "outcome is passed."),
+            _f("residue", pa.string(), True, "yes | no | undetermined: whether the agent left residue."),
+            _f("source", pa.string(), False, "model_turns (an LLM's own conversation) | commands (rebuilt from them)."),
+            _f("turns", pa.int32(), False, "Assistant messages in the conversation."),
+            _f(
+                "messages",
+                MESSAGES,
+                False,
+                "The whole conversation: system, instruction, assistant turns, tool results.",
+            ),
+            _f("prompt", MESSAGES, False, "The leading system and user messages (what a policy is prompted with)."),
+            _f("completion", MESSAGES, False, "The rest of the conversation (the policy's turns and the results)."),
+            _f("created_at", TIMESTAMP, False, "When the run was created (UTC)."),
+            _f("redacted", STRINGS, False, _REDACTED),
+        ],
+    ),
 }
 """The exported schemas, by table name."""
 
@@ -243,6 +314,8 @@ def table_description(table: str) -> str:
 
 def type_name(type_: pa.DataType) -> str:
     """A short, readable name of an Arrow type for the dataset card."""
+    if type_.equals(MESSAGES):
+        return "list<message>"
     if pa.types.is_list(type_):
         return f"list<{type_name(type_.value_type)}>"
     if pa.types.is_timestamp(type_):

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from sqlalchemy import Connection, func, select
 from sqlalchemy.sql import Executable
 
-from testbed.db.models import Check, Command, Finding, Job, ModelTurn, Node, Run, Snapshot
+from testbed.db.models import Check, Command, Egress, Finding, Job, ModelTurn, Node, Run, Snapshot
 from testbed.db.read.filters import RunFilter
 from testbed.export.convert import (
     Columns,
@@ -33,7 +33,9 @@ from testbed.export.convert import (
     sorted_string_list,
     string_list,
 )
+from testbed.export.egress import egress_batch, egress_statement
 from testbed.export.redaction import Redactor
+from testbed.export.schema import SCHEMAS
 
 BATCH_ROWS = 20_000
 """Most rows per written batch (one Parquet row group)."""
@@ -257,6 +259,17 @@ class TableSources:
             "findings", stmt, self._count(Finding),
             self._text_and_json_converter("findings", names, "summary", "evidence"),
         )  # fmt: skip
+
+    # --- egress
+
+    def egress(self) -> Source:
+        schema = SCHEMAS["egress"]
+        return Source(
+            "egress",
+            egress_statement(self._child_where(Egress.run_id)),
+            self._count(Egress),
+            lambda rows: egress_batch(rows, schema, self.redactor),
+        )
 
     # --- model turns
 

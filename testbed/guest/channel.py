@@ -3,12 +3,12 @@
 Contract of `CommandChannel` (used by `GuestSession.exec`):
 - stdout and stderr are captured (bounded, head and tail kept); with a session marker the
   first stderr line carries the session shell's pid (`PID_MARK`) and is not part of stderr.
-- `wait(timeout, idle_timeout)` returns when the command's shell has exited: its exit status
-  arrived, and either the channel reached EOF (nothing else holds its output) or
-  `LINGER_GRACE_S` passed after the exit status (background children of the command still
-  hold the channel's pipes: `nohup daemon &` without redirection). In the second case the
-  channel is *lingering*: it stays open, drained in the background, so those children are
-  never killed by a closed pipe (SIGPIPE) and the caller gets the status at once.
+- `wait(timeout, idle_timeout)` returns when the command's shell has exited (its exit status
+  arrived); `settle(grace)` then waits for the channel's EOF for at most `grace` seconds:
+  True when it did not come (background children of the command still hold the channel's
+  pipes: `nohup daemon &` without redirection). The channel is then *lingering*: it stays
+  open, drained in the background, so those children are never killed by a closed pipe
+  (SIGPIPE) and the caller gets the status at once.
 - `timeout` (the whole command) and `idle_timeout` (no output at all for that long) end
   the wait with `timed_out`; the caller then kills the command's process group.
 - The connection dropping while the command runs raises `ChannelLost`.
@@ -26,7 +26,7 @@ import asyncssh
 from testbed.guest.capture import BoundedCapture
 from testbed.guest.dialects import PID_MARK
 
-LINGER_GRACE_S = 0.5
+LINGER_GRACE_S = 0.3
 LINGER_KEEP = 4096
 
 
@@ -131,11 +131,15 @@ class CommandChannel(asyncssh.SSHClientSession[bytes]):
                 waits.append(timeout - (now - t0))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wait_any(), max(0.01, min(waits)))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._eof.wait(), LINGER_GRACE_S)
-        if not self._eof.is_set():
-            self.lingering = True
         return "exited"
+
+    async def settle(self, grace: float = LINGER_GRACE_S) -> bool:
+        """After the exit status: wait up to `grace` seconds for EOF; True (and lingering
+        from now on) when background children still hold the channel."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._eof.wait(), grace)
+        self.lingering = not self._eof.is_set()
+        return self.lingering
 
     async def _wait_any(self) -> None:
         exited = asyncio.ensure_future(self._exited.wait())
@@ -163,9 +167,11 @@ _SIGNALS: dict[str, int] = {"HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KILL": 9,
 
 
 def session_members_command(sid: int) -> str:
-    """POSIX sh that lists the processes of session `sid` as `PID ARGS` lines (works
-    without procps: reads /proc directly)."""
+    """POSIX sh that lists the processes of session `sid` as `PID ARGS` lines: through
+    procps' `ps` where it works, else by reading /proc directly (busybox guests)."""
     return (
+        'out=$(ps -e -o pid=,sid=,args= 2>/dev/null) && '
+        f"{{ printf '%s\\n' \"$out\" | awk '$2 == {sid} {{ $2 = \"\"; print }}'; exit 0; }}; "
         "for p in /proc/[0-9]*; do "
         'read -r l < "$p/stat" 2>/dev/null || continue; r=${l##*) }; set -- $r; '
         f'[ "$4" = {sid} ] && printf "%s %s\\n" "${{p#/proc/}}" "$(tr "\\0" " " < "$p/cmdline" 2>/dev/null)"; '

@@ -166,11 +166,8 @@ class GuestSession:
                 background: tuple[dict[str, Any], ...] = ()
                 if how != "exited":
                     await self._end_command(chan, token)
-                elif chan.lingering:
-                    background = await self._linger(chan)
                 else:
-                    chan.close()
-                    await chan.closed()
+                    background = await self._settle(chan)
             except (OSError, asyncssh.Error, ChannelLost) as exc:
                 await self.close()
                 raise GuestConnectionError(f"ssh {self.host}: connection lost running a command: {exc}") from exc
@@ -210,17 +207,37 @@ class GuestSession:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(chan.closed(), 5)
 
-    async def _linger(self, chan: CommandChannel) -> tuple[dict[str, Any], ...]:
-        """The shell exited but its background children hold the channel: keep it open
-        (drained) so they live on, and list them. At most `MAX_LINGERING` such channels
-        stay open per connection (sshd's session limit): the oldest is closed beyond."""
+    async def _settle(self, chan: CommandChannel) -> tuple[dict[str, Any], ...]:
+        """The shell exited. When its background children hold the channel, keep it open
+        (drained) so they live on, and list them — the listing starts at once, beside the
+        wait for EOF, so a command that leaves a daemon returns as fast as one that does
+        not. At most `MAX_LINGERING` such channels stay open per connection (sshd's session
+        limit): the oldest is closed beyond."""
+        listing = asyncio.ensure_future(self._members(chan.pid)) if chan.pid is not None else None
+        try:
+            lingering = await chan.settle()
+        except BaseException:
+            if listing is not None:
+                listing.cancel()
+            raise
+        if not lingering:
+            if listing is not None:
+                listing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listing
+            chan.close()
+            await chan.closed()
+            return ()
         self._lingering.append(chan)
         while len(self._lingering) > MAX_LINGERING:
             self._lingering.pop(0).close()
-        if chan.pid is None:
-            return ()
+        return await listing if listing is not None else ()
+
+    async def _members(self, sid: int) -> tuple[dict[str, Any], ...]:
+        """The processes still in session `sid` (the command's shell's, now exited)."""
+        assert self._conn is not None
         try:
-            listed = await asyncio.wait_for(self._conn.run(session_members_command(chan.pid)), 15)  # type: ignore[union-attr]
+            listed = await asyncio.wait_for(self._conn.run(session_members_command(sid)), 15)
         except (OSError, asyncssh.Error, TimeoutError):
             return ()
         out = listed.stdout if isinstance(listed.stdout, str) else (listed.stdout or b"").decode(errors="replace")

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.config import accel_override
+
 QEMU = "qemu-system-x86_64"
 RHEL_QEMU = "/usr/libexec/qemu-kvm"  # RHEL-family hosts ship QEMU only under this name
 
@@ -58,6 +60,18 @@ def find_probe_kernel(images_dir: Path | None = None) -> Path | None:
     return None
 
 
+def _probe_argv(qemu: str, accel: str, log: Path, kernel: Path | None) -> tuple[list[str], bytes, str]:
+    """(argv, the marker that shows life in the log, what it means) for one probe."""
+    common = [qemu, "-accel", accel, "-m", "128", "-display", "none", "-nodefaults", "-no-user-config"]
+    common += ["-monitor", "none"]
+    if kernel is not None:
+        append = "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1"
+        argv = [*common, "-serial", f"file:{log}", "-kernel", str(kernel), "-append", append]
+        return argv, b"Linux version", f"kernel {kernel.name} started"
+    debugcon = ["-chardev", f"file,id=dbg,path={log}", "-device", "isa-debugcon,iobase=0x402,chardev=dbg"]
+    return [*common, "-serial", "none", *debugcon], b"SeaBIOS", "firmware ran (no kernel found for the stronger probe)"
+
+
 async def probe(accel: str, timeout: float = PROBE_TIMEOUT_S, kernel: Path | None = None) -> tuple[bool, str]:
     """Boot a diskless guest with `-accel ACCEL`; True when it reached the kernel (or, with
     no kernel, its firmware)."""
@@ -66,54 +80,14 @@ async def probe(accel: str, timeout: float = PROBE_TIMEOUT_S, kernel: Path | Non
         return False, f"neither {QEMU} nor {RHEL_QEMU} found"
     with tempfile.TemporaryDirectory(prefix="testbed-accel-") as tmp:
         log = Path(tmp) / "probe.log"
-        common = [
-            qemu,
-            "-accel",
-            accel,
-            "-m",
-            "128",
-            "-display",
-            "none",
-            "-nodefaults",
-            "-no-user-config",
-            "-monitor",
-            "none",
-        ]
-        if kernel is not None:
-            marker = b"Linux version"
-            what = f"kernel {kernel.name} started"
-            argv = [
-                *common,
-                "-serial",
-                f"file:{log}",
-                "-kernel",
-                str(kernel),
-                "-append",
-                "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1",
-            ]
-        else:
-            marker = b"SeaBIOS"
-            what = "firmware ran (no kernel found for the stronger probe)"
-            argv = [
-                *common,
-                "-serial",
-                "none",
-                "-chardev",
-                f"file,id=dbg,path={log}",
-                "-device",
-                "isa-debugcon,iobase=0x402,chardev=dbg",
-            ]
+        argv, marker, what = _probe_argv(qemu, accel, log, kernel)
         proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
+            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
         )
         deadline = time.monotonic() + timeout
         ok = False
         try:
-            while time.monotonic() < deadline:
-                if proc.returncode is not None:
-                    break
+            while time.monotonic() < deadline and proc.returncode is None:
                 if log.exists() and marker in log.read_bytes():
                     ok = True
                     break
@@ -124,7 +98,7 @@ async def probe(accel: str, timeout: float = PROBE_TIMEOUT_S, kernel: Path | Non
             _, err = await proc.communicate()
         if ok:
             return True, f"{accel}: {what}"
-        if proc.returncode not in (None, 0, -9) and not ok and time.monotonic() < deadline:
+        if proc.returncode not in (None, 0, -9) and time.monotonic() < deadline:
             detail = err.decode(errors="replace").strip().splitlines()
             return False, f"{accel}: QEMU exited: {detail[-1] if detail else proc.returncode}"
         return False, f"{accel}: guest showed no sign of life within {timeout:.0f} s"
@@ -141,12 +115,8 @@ def _cache_key() -> str:
 
 async def choose_accel(cache_file: Path | None = None, *, use_cache: bool = True) -> AccelChoice:
     """KVM when a probe guest really runs under it, else TCG (libvirt domain type `qemu`)."""
-    forced = os.environ.get("TESTBED_ACCEL")
+    forced = accel_override()
     if forced:
-        if forced not in ("kvm", "tcg"):
-            from testbed.errors import InputError
-
-            raise InputError("TESTBED_ACCEL", None, f"'{forced}' is not kvm or tcg")
         return AccelChoice("kvm" if forced == "kvm" else "qemu", "TESTBED_ACCEL override")
     key = _cache_key()
     if use_cache and cache_file is not None:

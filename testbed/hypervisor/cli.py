@@ -7,6 +7,7 @@ Other commands find labs by name or id through their state files.
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -15,20 +16,24 @@ import asyncssh
 import typer
 from rich.console import Console
 from rich.table import Table
+from sqlalchemy.engine import make_url
 
 from testbed.config import Settings, project_root
+from testbed.db.connect import sqlite_path
 from testbed.db.engine import database_url, open_database
 from testbed.errors import HarnessError, InputError
 from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.hostlink import HostLink, SshTarget
-from testbed.hypervisor.lab import Lab
+from testbed.hypervisor.lab import Lab, check_name_free
 from testbed.hypervisor.labhost import files_of_lab, lab_host_for
 from testbed.hypervisor.labstate import LabState, all_lab_states, find_lab
 from testbed.hypervisor.leases import LeaseStore
 from testbed.hypervisor.linkmap import graph, lab_map, topology_map
 from testbed.hypervisor.reaper import ReapReport, reap
 from testbed.hypervisor.removal import LabRemains, remove_lab
+from testbed.images.store import ImageStore
+from testbed.model.fields import positive_seconds
 from testbed.model.topology import Topology, load_topology, resolve_topology_path
 from testbed.render.netgraph import to_dot, to_svg
 from testbed.runtime import image_catalog, runtime
@@ -37,6 +42,7 @@ from testbed.scheduler.orphans import finish_orphaned_runs
 lab_app = typer.Typer(help="Bring labs up, run commands in them, take them down.", no_args_is_help=True)
 console = Console(stderr=True)
 DEFAULT_IMAGE = "debian-12"
+LAB_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
 def _lab_or_fail(settings: Settings, name: str) -> LabState:
@@ -55,9 +61,15 @@ def lab_up(
 ) -> None:
     """Provision a lab, print its nodes and addresses, and leave it running."""
     settings = Settings.from_env()
+    if name is not None:
+        if not LAB_NAME_RE.match(name):
+            problem = f"{name!r} is not a lab name (letters, digits, '.', '_' or '-', at most 63 characters)"
+            raise InputError(None, "--name", problem)
+        check_name_free(settings.labs_dir, name)
     catalog = image_catalog()
     path = resolve_topology_path(topology, project_root())
     topo = load_topology(path, images=catalog, default_image=image, memory_budget_mb=settings.memory_budget_mb)
+    ImageStore(settings.images_dir).require_nodes(topo, catalog, path)
     asyncio.run(_lab_up(settings, topo, name))
 
 
@@ -144,6 +156,7 @@ def lab_exec(
 ) -> None:
     """Run COMMAND on NODE; prints its output and exits with its status."""
     settings = Settings.from_env()
+    positive_seconds(timeout, "--timeout")
     state = _lab_or_fail(settings, name)
     if node not in state.nodes:
         raise InputError(None, "NODE", f"lab '{state.name}' has no node '{node}' (nodes: {', '.join(state.nodes)})")
@@ -254,6 +267,7 @@ def reap_command(
     """Remove domains, networks, lab files and leases whose owner is gone (found by metadata),
     and finish run rows whose owner is gone (`error`, "owner lost")."""
     settings = Settings.from_env()
+    url = database_url(db)  # a bad --db is refused before anything is reaped
 
     async def _go() -> ReapReport:
         async with Hypervisor(settings.libvirt_uri) as hv:
@@ -266,7 +280,7 @@ def reap_command(
             )
 
     report = asyncio.run(_go())
-    runs = _finish_orphaned_runs(db, dry_run)
+    runs = _finish_orphaned_runs(url, dry_run)
     verb = "would remove" if dry_run else "removed"
     out = Console()
     if report.empty and not runs:
@@ -287,10 +301,10 @@ def reap_command(
         raise typer.Exit(1)
 
 
-def _finish_orphaned_runs(url: str | None, dry_run: bool) -> list[tuple[str, str]]:
-    """Orphaned run rows of the run database, when there is one (a missing SQLite file is
-    not created)."""
-    resolved = database_url(url)
-    if resolved.startswith("sqlite:///") and not Path(resolved.removeprefix("sqlite:///")).is_file():
+def _finish_orphaned_runs(url: str, dry_run: bool) -> list[tuple[str, str]]:
+    """Orphaned run rows of the run database at `url`, when there is one (a missing SQLite
+    file is not created)."""
+    path = sqlite_path(make_url(url)) if url.startswith("sqlite") else None
+    if path is not None and not path.is_file():
         return []
-    return finish_orphaned_runs(open_database(resolved), dry_run=dry_run)
+    return finish_orphaned_runs(open_database(url), dry_run=dry_run)

@@ -7,7 +7,8 @@ guest agent on purpose, or take the whole guest down; then the channel says so).
 
 Contract of `GuestAgentChannel`:
 - `ping(timeout)` is True when the guest agent answers.
-- `exec(command, timeout=…, max_output=…)` runs `command` with `/bin/sh -c` through
+- `exec(command, timeout=…, max_output=…)` runs `command` with the node's shell (the
+  dialect's: bash on Debian, as over SSH — `$SECONDS`, arrays and `[[` work the same) through
   `guest-exec` (output captured) and polls `guest-exec-status` until it exits: an
   `ExecResult` like SSH's (exit status, stdout/stderr bounded to `max_output` each, keeping
   head and tail; `timed_out` with no status when the deadline passed — the process is then
@@ -44,9 +45,10 @@ class GuestAgentUnavailable(HarnessError):
 class GuestAgentChannel:
     """Commands on domain `domain` through its guest agent; see module docstring."""
 
-    def __init__(self, hypervisor: Hypervisor, domain: str) -> None:
+    def __init__(self, hypervisor: Hypervisor, domain: str, shell: str = "sh") -> None:
         self.hv = hypervisor
         self.domain = domain
+        self.shell = shell
 
     async def ping(self, timeout: float = AGENT_TIMEOUT_S) -> bool:
         try:
@@ -65,7 +67,7 @@ class GuestAgentChannel:
     ) -> ExecResult:
         started_at = datetime.now(UTC)
         t0 = time.monotonic()
-        args: dict[str, Any] = {"path": "/bin/sh", "arg": ["-c", command], "capture-output": True}
+        args: dict[str, Any] = {"path": "/usr/bin/env", "arg": [self.shell, "-c", command], "capture-output": True}
         if stdin is not None:
             args["input-data"] = base64.b64encode(stdin).decode()
         reply = await self._command({"execute": "guest-exec", "arguments": args}, AGENT_TIMEOUT_S)

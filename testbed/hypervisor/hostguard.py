@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from testbed.config import host_guard_enabled
 from testbed.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def uri_is_local(uri: str) -> bool:
 
 
 def guard_enabled() -> bool:
-    return os.environ.get("TESTBED_HOST_GUARD", "1").strip().lower() not in {"0", "false", "no", "off"}
+    return host_guard_enabled()
 
 
 _FIX = "or set TESTBED_HOST_GUARD=0 if the host firewall already blocks input from tb* bridges"

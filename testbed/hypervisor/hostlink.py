@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import asyncssh
 
+from testbed.config import ssh_config_file
 from testbed.errors import HarnessError
 
 CONNECT_TIMEOUT_S = 20.0
@@ -62,11 +62,9 @@ class SshTarget:
 
 def ssh_config_paths() -> list[str]:
     """The client configuration files used for lab hosts (see module docstring)."""
-    configured = os.environ.get("TESTBED_SSH_CONFIG")
-    if configured:
-        if not Path(configured).is_file():
-            raise HarnessError(f"TESTBED_SSH_CONFIG={configured}: no such file")
-        return [configured]
+    configured = ssh_config_file()
+    if configured is not None:
+        return [str(configured)]
     default = Path.home() / ".ssh" / "config"
     return [str(default)] if default.is_file() else []
 
@@ -112,8 +110,11 @@ class HostLink:
             raise HarnessError(f"lab host {self.target}: `{command}` failed: {exc or type(exc).__name__}") from exc
         out = result.stdout if isinstance(result.stdout, bytes) else b""
         err = result.stderr if isinstance(result.stderr, bytes) else b""
-        return (result.exit_status if result.exit_status is not None else -1), out.decode(errors="replace"), \
-            err.decode(errors="replace")
+        return (
+            (result.exit_status if result.exit_status is not None else -1),
+            out.decode(errors="replace"),
+            err.decode(errors="replace"),
+        )
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None

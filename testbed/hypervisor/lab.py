@@ -34,6 +34,7 @@ import asyncssh
 from testbed.aio import run_to_completion
 from testbed.config import Settings
 from testbed.errors import HarnessError, InputError
+from testbed.guest.dialects import dialect_for
 from testbed.guest.readiness import wait_for_serial, wait_for_ssh
 from testbed.guest.ssh import GuestSession, generate_key, public_key_line
 from testbed.hypervisor.addressing import AddressPlan, leased_networks, plan_addresses
@@ -80,6 +81,18 @@ def bridge_name(lab_id: str, network: str) -> str:
     if len(name) > 15:
         raise HarnessError(f"bridge name {name} exceeds 15 characters")
     return name
+
+
+def check_name_free(labs_dir: Path, name: str, lab_id: str | None = None) -> None:
+    """Refuse `name` when another lab (not `lab_id`) already has it (`InputError`, `--name`)."""
+    for other in all_lab_states(labs_dir):
+        if other.name == name and other.lab_id != lab_id:
+            raise InputError(
+                None,
+                "--name",
+                f"a lab named '{name}' already exists ({other.lab_id}); "
+                "pick another name or run `testbed lab down` first",
+            )
 
 
 class Lab:
@@ -178,16 +191,7 @@ class Lab:
             image = self.catalog.get(name)
             if image is None:
                 raise InputError(None, f"nodes[{node.name}].image", f"unknown image '{name}'")
-            stored = self.store.get(name)
-            if stored is None:
-                how = "testbed image build" if image.source.type == "debootstrap" else "testbed image pull"
-                if image.source.type == "user":
-                    how = "testbed image import"
-                raise InputError(
-                    None,
-                    f"nodes[{node.name}].image",
-                    f"image '{name}' is not in the image cache; run `{how} {name}` first",
-                )
+            stored = self.store.require(image, f"nodes[{node.name}].image")
             if self.host.remote and image.readiness.method != "ssh":
                 raise InputError(
                     None,
@@ -243,7 +247,7 @@ class Lab:
         lab_dir = self.settings.labs_dir / lab_id
         lab_dir.mkdir(parents=True, exist_ok=False)
         name = self.requested_name or f"{topo.name}-{lab_id}"
-        self._check_name_free(name, lab_id)
+        check_name_free(self.settings.labs_dir, name, lab_id)
         self.state = LabState(
             lab_id=lab_id,
             name=name,
@@ -279,16 +283,6 @@ class Lab:
         await asyncio.gather(*(self._boot(spec) for spec in specs))
         self.state.status = "ready"
         self.state.save()
-
-    def _check_name_free(self, name: str, lab_id: str) -> None:
-        for other in all_lab_states(self.settings.labs_dir):
-            if other.name == name and other.lab_id != lab_id:
-                raise InputError(
-                    None,
-                    "--name",
-                    f"a lab named '{name}' already exists ({other.lab_id}); "
-                    "pick another name or run `testbed lab down` first",
-                )
 
     async def _create_networks(
         self,
@@ -463,7 +457,7 @@ class Lab:
             console_log=Path(spec.console_log),
             session=session,
             hypervisor=self.hv,
-            oob=GuestAgentChannel(self.hv, spec.name) if spec.guest_agent else None,
+            oob=GuestAgentChannel(self.hv, spec.name, dialect_for(image.dialect).shell) if spec.guest_agent else None,
             agent_session=agent_session(
                 image,
                 node_state.mgmt_ip,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from testbed.config import remote_cache_dir
 from testbed.errors import HarnessError
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.hostlink import HostLink, SshTarget
@@ -150,8 +151,12 @@ class PoolLabFiles:
         """The base image's virtual size (the overlay's capacity), from `qemu-img info`."""
         if disk not in self._sizes:
             proc = await asyncio.create_subprocess_exec(
-                "qemu-img", "info", "--output=json", str(disk),
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                "qemu-img",
+                "info",
+                "--output=json",
+                str(disk),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
             )
             out, err = await proc.communicate()
             if proc.returncode != 0:
@@ -181,9 +186,7 @@ class LabHost:
 def remote_cache(explicit: str | None = None) -> str:
     """A remote host's image cache path: `explicit`, else `TESTBED_REMOTE_CACHE`, else
     /var/lib/testbed/images."""
-    import os
-
-    return explicit or os.environ.get("TESTBED_REMOTE_CACHE") or DEFAULT_REMOTE_CACHE
+    return explicit or remote_cache_dir() or DEFAULT_REMOTE_CACHE
 
 
 def lab_host_for(hv: Hypervisor, *, cache: str | None = None, copies: BaseCopies | None = None) -> LabHost:

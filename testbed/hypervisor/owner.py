@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from testbed.config import testbed_home
+
 _held: dict[str, tuple[Path, int, int]] = {}
 """The current process's owner lock per owners directory: (path, fd held open, pid)."""
 
@@ -45,8 +47,7 @@ def process_start_time(pid: int) -> int | None:
 
 def owners_dir() -> Path:
     """`$TESTBED_HOME/owners` (the same default as `testbed.config.Settings`)."""
-    home = Path(os.environ.get("TESTBED_HOME", Path.home() / ".local" / "share" / "testbed")).expanduser()
-    return home / "owners"
+    return testbed_home() / "owners"
 
 
 def process_lock(directory: Path | None = None) -> Path:
@@ -110,9 +111,7 @@ class Owner:
     @classmethod
     def current(cls) -> Owner:
         pid = os.getpid()
-        return cls(
-            pid=pid, starttime=process_start_time(pid) or 0, host=socket.gethostname(), lock=str(process_lock())
-        )
+        return cls(pid=pid, starttime=process_start_time(pid) or 0, host=socket.gethostname(), lock=str(process_lock()))
 
     def detach(self) -> Owner:
         return Owner(self.pid, self.starttime, self.host, detached=True, lock=self.lock)

@@ -40,6 +40,7 @@ from testbed.images.pull import pull_image
 from testbed.images.store import ImageStore, StoredImage
 from testbed.model.images import DebootstrapSource, ImageDef, UrlSource, UserSource, load_catalog
 from testbed.render.format import size
+from testbed.render.terminal import json_text
 
 app = typer.Typer(help="Image catalog and cache: list, show, pull, import, build.", no_args_is_help=True)
 
@@ -76,13 +77,36 @@ def _report(name: str, stored: StoredImage) -> None:
     typer.echo(f"{name}: key {m.key[:16]}  {size(m.disk_size)}  {stored.disk}{shared}")
 
 
+def _listing(catalog: dict[str, ImageDef], store: ImageStore) -> list[dict[str, object]]:
+    """Every catalog image and every cached one outside the catalog, as `image list --json` prints them."""
+    rows: list[dict[str, object]] = []
+    for name, image in catalog.items():
+        stored = store.get(name)
+        rows.append({"name": name, "kind": image.kind, "os": f"{image.os.family} {image.os.release}",
+                     "source": image.source.type, "present": stored is not None,
+                     "key": stored.manifest.key if stored else None,
+                     "size": stored.manifest.disk_size if stored else None,
+                     "path": str(stored.disk) if stored else None})  # fmt: skip
+    for stored in store.list():
+        m = stored.manifest
+        if m.name not in catalog:
+            rows.append({"name": m.name, "kind": None, "os": None, "source": None, "present": True, "key": m.key,
+                         "size": m.disk_size, "path": str(stored.disk)})  # fmt: skip
+    return rows
+
+
 @app.command("list")
-def list_images() -> None:
+def list_images(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
     """Every catalog image: how it gets here (build, pull, import), whether this host can do
     that now, and whether (and where) it is in the cache."""
     with _input_errors():
         catalog = _catalog()
         store = _store()
+        if as_json:
+            typer.echo(json_text(_listing(catalog, store)))
+            return
         table = Table(title="images")
         for column in ("name", "OS", "init", "boot", "get", "this host", "cache", "key", "size"):
             table.add_column(column, no_wrap=True)

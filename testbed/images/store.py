@@ -26,6 +26,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from testbed.errors import InputError
+from testbed.model.images import ImageDef
+from testbed.model.topology import Topology
+
 
 @dataclass(frozen=True)
 class ImageManifest:
@@ -72,15 +76,38 @@ class ImageStore:
             pointer = self.image_dir(name) / "current"
             try:
                 key = pointer.read_text(encoding="ascii").strip()
-            except OSError:
+            except (OSError, ValueError):
                 return None
         directory = self.image_dir(name) / key
         try:
             data = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            image = StoredImage(ImageManifest(**data), directory)
+        except (OSError, ValueError, TypeError):
             return None
-        image = StoredImage(ImageManifest(**data), directory)
         return image if image.disk.exists() else None
+
+    def require(self, image: ImageDef, field: str, file: str | Path | None = None) -> StoredImage:
+        """The cached disk of catalog image `image`; an `InputError` naming `field` and the
+        command that fetches it when it is not in the cache."""
+        stored = self.get(image.name)
+        if stored is None:
+            how = {"debootstrap": "testbed image build", "user": "testbed image import"}.get(
+                image.source.type, "testbed image pull"
+            )
+            arg = " PATH" if image.source.type == "user" else ""
+            raise InputError(
+                file, field, f"image '{image.name}' is not in the image cache; run `{how} {image.name}{arg}` first"
+            )
+        return stored
+
+    def require_nodes(self, topology: Topology, catalog: dict[str, ImageDef], file: str | Path | None = None) -> None:
+        """`require` for the image of every node of `topology` (a name not in `catalog` is an
+        `InputError` too); `file` is the definition the errors name."""
+        for node in topology.nodes:
+            name = node.image or ""
+            if name not in catalog:
+                raise InputError(file, f"nodes[{node.name}].image", f"unknown image '{name}'")
+            self.require(catalog[name], f"nodes[{node.name}].image", file)
 
     def staging_dir(self, name: str, key: str) -> Path:
         """A fresh `<key>.partial` directory for a writer (any leftover is removed)."""

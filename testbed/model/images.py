@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from testbed.errors import InputError
 from testbed.model.device import AgentLogin, ConsoleSpec, DeviceOps
+from testbed.model.fields import MAX_SECONDS, Int
 from testbed.model.loading import read_yaml, validate
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,39}$")
@@ -67,7 +68,7 @@ class DebootstrapSource(_Strict):
     packages: list[str]
     extra_packages: list[str] = []
     exclude: list[str] = []
-    disk_mb: int = Field(default=3072, ge=512)
+    disk_mb: Int = Field(default=3072, ge=512, le=2**21)
     kernel_package: str = "linux-image-cloud-amd64"
     customize: list[str] = []
     extra_customize: list[str] = []
@@ -148,7 +149,7 @@ class Login(_Strict):
 class Readiness(_Strict):
     method: Literal["ssh", "serial"] = "ssh"
     prompt: str = r"login:"
-    timeout_s: int = Field(default=300, ge=5)
+    timeout_s: Int = Field(default=300, ge=5, le=int(MAX_SECONDS))
 
 
 class ImageDef(_Strict):
@@ -170,7 +171,7 @@ class ImageDef(_Strict):
     dialect: Literal["debian", "rhel", "alpine", "frr", "vyos", "openwrt", "opnsense", "sonic"]
     init: InitSystem = "systemd"
     cpu_level: CpuLevel = "v1"
-    min_memory_mb: int = Field(default=256, ge=64)
+    min_memory_mb: Int = Field(default=256, ge=64, le=2**20)
     max_nics: int = Field(default=MAX_NICS, ge=1, le=MAX_NICS)
     """NICs a node of this image can have, the management NIC included."""
     device: DeviceOps | None = None

@@ -1,15 +1,19 @@
 """Job definitions (`jobs/*.yaml`, or the same settings as `testbed launch` flags).
 
-A job is a batch of runs: a task x image-variant matrix, each cell run `attempts` times by
-one agent, spread by the scheduler over one or more lab hosts.
+A job is a batch of runs: an agent x task x image-variant (release) matrix, each cell run
+`attempts` times, spread by the scheduler over one or more lab hosts.
 
     name: starter-oracle
     tasks: ["*"]                 # task directories: ids, paths or globs under tasks/
     categories: []               # keep only tasks of these categories (empty: all)
     images: default              # default (each task's first variant) | all | [debian-12, ...]
-    agent: oracle                # oracle | noop | replay:FILE
+    agent: oracle                # one agent: oracle | noop | replay:FILE | openai:MODEL[?...] | a plug-in
+    agents: []                   # or several, compared on the same cells: [openai:model-a, openai:model-b, oracle]
     agent_settings: {}           # recorded with the job; passed to agents that take settings
     attempts: 1                  # runs per matrix cell
+    seeds: [0]                   # scenarios: every cell runs once per seed (testbed.model.parameters)
+    split: train                 # train | heldout | all: which tasks of the selection run
+    include_heldout: false       # held-out tasks are refused unless this is true (testbed.model.split)
     limits: {agent_time_s: 600}  # overrides of every task's [limits]
     run_timeout_s: null          # hard wall-clock cap per run (default: agent time + 30 min)
     retry: {limit: 2, backoff_s: 30, factor: 2, max_backoff_s: 600}
@@ -29,7 +33,13 @@ one agent, spread by the scheduler over one or more lab hosts.
 
 Contracts: every problem is an `InputError(file, field, problem)`; `expand_matrix` never
 returns an empty matrix (an empty selection is an error) and lists cells in a stable order
-(task id, then image, then attempt). This module only reads files.
+(task id, then image, then agent in the order given, then seed, then attempt). `agent` and
+`agents` are exclusive (`JobSpec.agent_list` is the one the job runs); agent names are
+checked for shape here (non-empty, no duplicates) and built with
+`testbed.agents.scripted.make_agent` by `testbed.scheduler.launch.prepare`, which refuses
+unknown agents and plug-ins. Tasks outside `split` are left out when a glob selected them
+and refused when named (a held-out task named with `split: train`); held-out tasks that
+remain are refused unless `include_heldout`. This module only reads files.
 """
 
 from __future__ import annotations
@@ -42,15 +52,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from testbed.config import MAX_BUDGET_MB, MIN_BUDGET_MB
 from testbed.errors import InputError
 from testbed.model.egress import EgressSpec
+from testbed.model.fields import MAX_SECONDS, Delay, Int, Number, Seconds
 from testbed.model.loading import read_yaml, validate
-from testbed.model.task import Limits, Task, load_task
+from testbed.model.scenario import DEFAULT_SEED
+from testbed.model.split import SplitSelection, in_split, refuse_heldout
+from testbed.model.task import MAX_COMMANDS, Limits, Task, load_task
 
 HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
-AGENT_RE = re.compile(r"^(oracle|noop|replay:.+)$")
 LOCAL_URI_RE = re.compile(r"^[a-z+]+:///")
 """A libvirt URI without a host part (qemu:///system, qemu:///session, test:///default)."""
+
+MAX_BACKOFF_FACTOR = 100.0
+MAX_RUN_TIMEOUT_S = 2 * MAX_SECONDS
+"""Caps of `retry.factor` and `run_timeout_s` (two days: a one-day agent phase and the rest)."""
 
 
 class _Strict(BaseModel):
@@ -61,10 +78,10 @@ class RetryPolicy(_Strict):
     """Harness errors (outcome `error`) of a cell are retried up to `limit` times, the n-th
     retry waiting `backoff_s * factor**(n-1)` seconds (at most `max_backoff_s`)."""
 
-    limit: int = Field(default=2, ge=0, le=50)
-    backoff_s: float = Field(default=30.0, ge=0)
-    factor: float = Field(default=2.0, ge=1)
-    max_backoff_s: float = Field(default=600.0, ge=0)
+    limit: Int = Field(default=2, ge=0, le=50)
+    backoff_s: Delay = 30.0
+    factor: Number = Field(default=2.0, ge=1, le=MAX_BACKOFF_FACTOR)
+    max_backoff_s: Delay = 600.0
 
     def delay(self, retry: int) -> float:
         """Seconds to wait before retry number `retry` (1 for the first retry)."""
@@ -74,9 +91,9 @@ class RetryPolicy(_Strict):
 
 
 class LimitsOverride(_Strict):
-    agent_time_s: float | None = Field(default=None, gt=0)
-    command_time_s: float | None = Field(default=None, gt=0)
-    max_commands: int | None = Field(default=None, ge=1)
+    agent_time_s: Seconds | None = None
+    command_time_s: Seconds | None = None
+    max_commands: Int | None = Field(default=None, ge=1, le=MAX_COMMANDS)
 
     def apply(self, limits: Limits) -> Limits:
         """`limits` with every field given here replaced."""
@@ -88,12 +105,12 @@ class HostSpec(_Strict):
 
     name: str
     uri: str | None = None
-    vm_slots: int = Field(default=4, ge=1, le=10_000)
-    vcpus: int | None = Field(default=None, ge=1)
-    memory_mb: int | None = Field(default=None, ge=128)
+    vm_slots: Int = Field(default=4, ge=1, le=10_000)
+    vcpus: Int | None = Field(default=None, ge=1, le=1_000_000)
+    memory_mb: Int | None = Field(default=None, ge=MIN_BUDGET_MB, le=MAX_BUDGET_MB)
     image_cache: str | None = None
-    boot_concurrency: int = Field(default=4, ge=1)
-    boot_interval_s: float = Field(default=0.0, ge=0)
+    boot_concurrency: Int = Field(default=4, ge=1, le=10_000)
+    boot_interval_s: Delay = 0.0
 
     @field_validator("name")
     @classmethod
@@ -124,10 +141,14 @@ class JobSpec(_Strict):
     categories: list[str] = []
     images: Literal["default", "all"] | list[str] = "default"
     agent: str = "oracle"
+    agents: list[str] = []
     agent_settings: dict[str, Any] = {}
-    attempts: int = Field(default=1, ge=1, le=1000)
+    attempts: Int = Field(default=1, ge=1, le=1000)
+    seeds: list[int] = Field(default_factory=lambda: [DEFAULT_SEED], min_length=1, max_length=1000)
+    split: SplitSelection = "train"
+    include_heldout: bool = False
     limits: LimitsOverride = LimitsOverride()
-    run_timeout_s: float | None = Field(default=None, gt=0)
+    run_timeout_s: Number | None = Field(default=None, gt=0, le=MAX_RUN_TIMEOUT_S)
     retry: RetryPolicy = RetryPolicy()
     redact: bool = True
     warm: bool = True  # runs of a cell start from its saved post-setup state (testbed.runner.warm)
@@ -137,8 +158,40 @@ class JobSpec(_Strict):
     @field_validator("agent")
     @classmethod
     def _agent(cls, value: str) -> str:
-        if not AGENT_RE.match(value):
-            raise ValueError(f"unknown agent '{value}' (use oracle, noop or replay:FILE)")
+        if not value.strip():
+            raise ValueError("must name an agent (oracle, noop, replay:FILE, openai:MODEL or a plug-in)")
+        return value.strip()
+
+    @field_validator("agents")
+    @classmethod
+    def _agents(cls, values: list[str]) -> list[str]:
+        cleaned = [v.strip() for v in values]
+        for i, value in enumerate(cleaned):
+            if not value:
+                raise ValueError(f"agents[{i}] is empty")
+            if value in cleaned[:i]:
+                raise ValueError(f"agent '{value}' is listed twice")
+        return cleaned
+
+    @model_validator(mode="after")
+    def _one_agent_field(self) -> JobSpec:
+        if self.agents and "agent" in self.model_fields_set:
+            raise ValueError("give either agent (one) or agents (a list), not both")
+        return self
+
+    @property
+    def agent_list(self) -> list[str]:
+        """The agents the job runs, in order."""
+        return list(self.agents) or [self.agent]
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, value: list[int]) -> list[int]:
+        for seed in value:
+            if not 0 <= seed < 2**63:
+                raise ValueError(f"seed {seed} is not a non-negative 64-bit integer")
+        if len(set(value)) != len(value):
+            raise ValueError("seeds must not repeat")
         return value
 
     @model_validator(mode="after")
@@ -165,6 +218,8 @@ class Cell:
     image: str
     attempt: int
     category: str
+    agent: str = "oracle"
+    seed: int = DEFAULT_SEED
 
 
 def load_job(path: Path) -> JobSpec:
@@ -214,8 +269,9 @@ def expand_matrix(
     images: set[str] | None = None,
     file: Path | None = None,
 ) -> tuple[list[Cell], dict[str, Task]]:
-    """The job's cells (task x supported image variant x attempt) and the loaded tasks by id
-    (loaded with their default variant; a cell's own variant is loaded by the scheduler)."""
+    """The job's cells (task x supported image variant x agent x attempt) and the loaded
+    tasks by id (loaded with their default variant; a cell's own variant is loaded by the
+    scheduler)."""
     tasks: dict[str, Task] = {}
     for directory in select_task_dirs(spec, root, file=file):
         task = load_task(directory, images=images, root=root)
@@ -226,6 +282,7 @@ def expand_matrix(
         tasks[task.id] = task
     if not tasks:
         raise InputError(file, "categories", f"no selected task is in categories {', '.join(spec.categories)}")
+    tasks = _by_split(spec, root, tasks, file)
     if isinstance(spec.images, list) and images is not None:
         for image in spec.images:
             if image not in images:
@@ -241,8 +298,32 @@ def expand_matrix(
         else:
             variants = [v for v in spec.images if v in supported]
         for image in variants:
-            for attempt in range(1, spec.attempts + 1):
-                cells.append(Cell(task_id, task.directory, image, attempt, task.definition.category))
+            for agent in spec.agent_list:
+                for seed in spec.seeds:
+                    for attempt in range(1, spec.attempts + 1):
+                        cells.append(
+                            Cell(task_id, task.directory, image, attempt, task.definition.category, agent, seed)
+                        )
     if not cells:
         raise InputError(file, "images", "no selected task supports any of the requested image variants")
     return cells, tasks
+
+
+def _by_split(spec: JobSpec, root: Path, tasks: dict[str, Task], file: Path | None) -> dict[str, Task]:
+    """`tasks` of the job's split (see the module contract)."""
+    named: set[Path] = set()
+    for pattern in spec.tasks:
+        if not _is_glob(pattern):
+            named |= set(select_task_dirs(spec.model_copy(update={"tasks": [pattern]}), root, file=file))
+    kept: dict[str, Task] = {}
+    for task_id, task in tasks.items():
+        if in_split(task, spec.split):
+            kept[task_id] = task
+        elif task.directory in named:
+            raise InputError(
+                file, "split", f"task {task_id} is in split '{task.definition.split}', the job selects '{spec.split}'"
+            )
+    if not kept:
+        raise InputError(file, "split", f"no selected task is in split '{spec.split}'")
+    refuse_heldout(kept.values(), spec.include_heldout, file, "include_heldout")
+    return kept

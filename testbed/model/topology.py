@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from testbed.errors import InputError
 from testbed.model.egress import EgressSpec
+from testbed.model.fields import Int
 from testbed.model.images import MAX_NICS, ImageDef
 from testbed.model.links import (
     BRIDGE_PREFIX_LEN,
@@ -42,10 +43,13 @@ from testbed.model.loading import read_yaml, validate
 from testbed.model.router import RouterSpec, check_router
 
 NODE_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+MAX_NODE_MEMORY_MB = 2**20
+"""Most memory one node may ask for (1 TiB)."""
 __all__ = [
     "BRIDGE_PREFIX_LEN",
     "LAB_ID_LEN",
     "MAX_NETWORK_NAME",
+    "MAX_NODE_MEMORY_MB",
     "NETWORK_NAME_RE",
     "RESERVED_NETWORK_NAMES",
     "LinkSpec",
@@ -73,8 +77,8 @@ class Route(_Strict):
 class NodeSpec(_Strict):
     name: str
     image: str | None = None
-    vcpus: int = Field(default=1, ge=1, le=64)
-    memory: int = Field(default=640, ge=128, description="MiB")
+    vcpus: Int = Field(default=1, ge=1, le=64)
+    memory: Int = Field(default=640, ge=128, le=MAX_NODE_MEMORY_MB, description="MiB")
     forward: bool = False
     routes: list[Route] = []
     router: RouterSpec | None = None
@@ -253,13 +257,15 @@ def topology_from_data(
     images: ImageSet | None = None,
     default_image: str | None = None,
     memory_budget_mb: int | None = None,
+    prefix: str = "",
 ) -> Topology:
-    """Validate an already-parsed topology (for example one inlined in a task)."""
+    """Validate an already-parsed topology (for example one inlined in a task, whose fields
+    are then named after `prefix`, `topology.nodes[web].memory`)."""
     data = dict(data)
     data.setdefault("name", path.stem)
     names = set(images) if images is not None else None
     context = {"images": names, "default_image": default_image, "memory_budget_mb": memory_budget_mb}
-    topo = validate(Topology, data, path, context=context)
+    topo = validate(Topology, data, path, context=context, prefix=prefix)
     if default_image:
         topo = topo.model_copy(
             update={"nodes": [n.model_copy(update={"image": n.image or default_image}) for n in topo.nodes]}

@@ -12,6 +12,8 @@ Contracts (every function is pure; `None` gives the `missing` text):
   accepted; a naive datetime is taken as UTC.
 - `first_line(text, limit)`: the first non-blank-stripped line, cut to `limit` characters,
   with ` …` when anything (more characters or more lines) was left out.
+- `usd(amount)`: `$0.0029` under a cent (4 decimals), else `$1.25`.
+- `count(n)`: thousands separated — `12,345`.
 """
 
 from __future__ import annotations
@@ -91,3 +93,15 @@ def first_line(text: str | None, limit: int = 80, missing: str = "-") -> str:
     line = lines[0]
     more = len(lines) > 1 or len(line) > limit
     return line[:limit] + " …" if more else line
+
+
+def usd(amount: float | None, missing: str = "-") -> str:
+    """An amount of US dollars (see the module contract)."""
+    if amount is None:
+        return missing
+    return f"${amount:.4f}" if abs(amount) < 0.01 else f"${amount:,.2f}"
+
+
+def count(n: int | float | None, missing: str = "-") -> str:
+    """A count with thousands separators (see the module contract)."""
+    return missing if n is None else f"{n:,.0f}"

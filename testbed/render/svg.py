@@ -7,8 +7,7 @@ Contracts:
   `testbed.render.palette` only.
 - Dashboard charts (`outcome_bar`, `rate_bars`, `ring`, `timeline`, `progress`) shrink with
   their container (`viewBox` + `width="100%"`) but never grow past their natural width.
-- Report charts (`bar_chart`, `range_chart`) have a fixed size so the report can be mailed
-  as one file; an empty input gives a small "no data" SVG.
+- The report's charts, with real axes, are `testbed.render.charts`.
 - Inputs are read through the `Tally` and `TimedPhase` protocols (the read model's outcome
   counts and phases satisfy them).
 """
@@ -17,13 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from markupsafe import Markup, escape
 
 from testbed.render import palette
-from testbed.render.format import axis_duration, duration_in_units, percent
+from testbed.render.format import axis_duration, percent
 
 SEGMENTS: tuple[str, ...] = ("passed", "failed", "error", "cancelled", "unfinished")
 """Outcomes in the order they are stacked."""
@@ -187,102 +185,6 @@ def timeline(phases: Sequence[TimedPhase], *, now_s: float | None = None, width:
         shown = axis_duration(dur) if dur >= 1 else f"{dur:.1f}s"
         body.append(f'<text x="{x + w + 5:.2f}" y="{y + row * 0.68:.1f}" class="num">{shown}{running}</text>')
     return _svg(width, height, "".join(body), "phase timeline")
-
-
-# --- report charts -------------------------------------------------------------------------
-
-LABEL_W = 200
-BAR_W = 360
-VALUE_W = 110
-ROW_H = 24
-PAD = 8
-
-
-@dataclass(frozen=True)
-class Bar:
-    """One bar: `value` in [0, scale]; `text` printed beside it."""
-
-    label: str
-    value: float
-    text: str
-    color: str = palette.NEUTRAL
-
-
-@dataclass(frozen=True)
-class Span:
-    """One range row: min, median and max."""
-
-    label: str
-    low: float
-    mid: float
-    high: float
-    text: str
-
-
-def _report_svg(title: str, width: float, height: float, rows: list[str]) -> Markup:
-    head = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" font-family="sans-serif" font-size="12">'
-        f"<title>{escape(title)}</title>"
-    )
-    return Markup(head + "".join(rows) + "</svg>")
-
-
-def _empty(title: str) -> Markup:
-    return Markup(
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{LABEL_W + BAR_W}" height="30" role="img">'
-        f"<title>{escape(title)}</title>"
-        f'<text x="0" y="20" font-size="13" fill="{palette.MUTED}">no data</text></svg>'
-    )
-
-
-def bar_chart(title: str, bars: Sequence[Bar], scale: float | None = None) -> Markup:
-    """Horizontal bars, one row per `Bar`, scaled to `scale` (default: the largest value)."""
-    if not bars:
-        return _empty(title)
-    top = (scale if scale is not None else max(b.value for b in bars)) or 1.0
-    rows = []
-    for i, b in enumerate(bars):
-        y = PAD + i * ROW_H
-        w = max(0.0, min(1.0, b.value / top)) * BAR_W
-        rows.append(
-            f'<text x="{LABEL_W - 6}" y="{y + 16}" text-anchor="end">{escape(_clip(b.label, 26))}</text>'
-            f'<rect x="{LABEL_W}" y="{y + 4}" width="{BAR_W}" height="{ROW_H - 8}" fill="{palette.TRACK}"/>'
-            f'<rect x="{LABEL_W}" y="{y + 4}" width="{w:.1f}" height="{ROW_H - 8}" fill="{b.color}">'
-            f"<title>{escape(b.label)}: {escape(b.text)}</title></rect>"
-            f'<text x="{LABEL_W + BAR_W + 6}" y="{y + 16}">{escape(b.text)}</text>'
-        )
-    return _report_svg(title, LABEL_W + BAR_W + VALUE_W, PAD * 2 + ROW_H * len(bars), rows)
-
-
-def range_chart(title: str, spans: Sequence[Span]) -> Markup:
-    """A min-max line with a median dot per row, on a common axis from 0 to the largest max."""
-    if not spans:
-        return _empty(title)
-    top = max(s.high for s in spans) or 1.0
-
-    def x(v: float) -> float:
-        return LABEL_W + max(0.0, v) / top * BAR_W
-
-    rows = []
-    for i, s in enumerate(spans):
-        y = PAD + i * ROW_H + ROW_H / 2
-        rows.append(
-            f'<text x="{LABEL_W - 6}" y="{y + 4}" text-anchor="end">{escape(_clip(s.label, 26))}</text>'
-            f'<line x1="{x(s.low):.1f}" y1="{y}" x2="{x(s.high):.1f}" y2="{y}" stroke="{palette.NEUTRAL}" '
-            f'stroke-width="4" stroke-linecap="round"/>'
-            f'<circle cx="{x(s.mid):.1f}" cy="{y}" r="5" fill="{palette.OUTCOME["failed"]}">'
-            f"<title>{escape(s.label)}: {escape(s.text)}</title></circle>"
-            f'<text x="{LABEL_W + BAR_W + 10}" y="{y + 4}">{escape(s.text)}</text>'
-        )
-    axis_y = PAD + ROW_H * len(spans) + 4
-    rows.append(
-        f'<line x1="{LABEL_W}" y1="{axis_y}" x2="{LABEL_W + BAR_W}" y2="{axis_y}" stroke="#999"/>'
-        f'<text x="{LABEL_W}" y="{axis_y + 14}" fill="{palette.MUTED}">0</text>'
-        f'<text x="{LABEL_W + BAR_W}" y="{axis_y + 14}" text-anchor="end" fill="{palette.MUTED}">'
-        f"{escape(duration_in_units(top, seconds_digits=0))}</text>"
-    )
-    return _report_svg(title, LABEL_W + BAR_W + VALUE_W + 40, PAD * 2 + ROW_H * len(spans) + 18, rows)
 
 
 def _clip(text: str, n: int) -> str:

@@ -20,6 +20,8 @@ Contracts:
   terminal and no `COLUMNS`) gets `wide` columns instead of 80.
 - `error_line(label, message)` is the one-line error a CLI prints (`error: …`,
   `harness error: …`), the label styled, the message a `cell`.
+- `shown_id(full, width)` is how a CLI table prints an id: cut to `width` characters on
+  a terminal, whole when stdout is not one (a pipe, a file), so no id is cut in pipes.
 """
 
 from __future__ import annotations
@@ -67,3 +69,8 @@ def console(*, wide: int = 160, stderr: bool = False) -> Console:
 def error_line(label: str, message: str) -> Text:
     """`label: message` with the label in red and the message neutralised."""
     return Text.assemble((f"{label}:", "red"), " ", neutralise(message))
+
+
+def shown_id(full: str, width: int = 8) -> str:
+    """`full` cut to `width` on a terminal, whole otherwise (see the module contract)."""
+    return full[:width] if sys.stdout.isatty() else full

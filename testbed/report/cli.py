@@ -15,6 +15,8 @@ import typer
 
 from testbed.db.read import make_filter, open_read_only
 from testbed.db.read.figures import compute_figures
+from testbed.errors import InputError
+from testbed.model.outputs import check_output, make_directory
 from testbed.render.terminal import neutralise
 from testbed.report.render import format_for, write_report
 
@@ -29,12 +31,18 @@ def report_command(
         str | None, typer.Option("--since", help="Only runs created at or after this date/time (ISO 8601, UTC).")
     ] = None,
 ) -> None:
-    """Write pass rates, command failure rates, residue, high-impact classes, completion times and
-    reboot regressions of the selected runs to a Markdown or HTML report."""
-    format_for(out)  # reject a bad extension before touching the database
+    """Write the leaderboard (agents compared), pass rates, command failure rates, residue,
+    high-impact classes, completion times and reboot regressions of the selected runs to a
+    Markdown or HTML report."""
+    format_for(out)  # reject a bad extension or path before touching the database
+    check_output(out, "--out")
     sessions = open_read_only(db)
     with sessions() as session:
         selection = make_filter(session, job, since)
         figures = compute_figures(session, selection)
-    fmt = write_report(figures, out)
+    make_directory(out.parent, "--out")
+    try:
+        fmt = write_report(figures, out)
+    except OSError as exc:
+        raise InputError(out, "--out", f"cannot be written: {exc.strerror or exc}") from None
     typer.echo(neutralise(f"wrote {fmt} report of {figures.runs} run(s) ({figures.selection}) to {out}"))

@@ -21,10 +21,11 @@ import jinja2
 from markupsafe import Markup
 
 from testbed.db.read.figures import Figures
+from testbed.db.read.leaderboard import AgentScore, common_k
 from testbed.errors import InputError
 from testbed.render import palette
-from testbed.render.format import duration_in_units, percent
-from testbed.render.svg import Bar, Span, bar_chart, range_chart
+from testbed.render.charts import Bar, Span, bar_chart, pass_rate_chart, range_chart
+from testbed.render.format import count, duration_in_units, percent, usd
 
 FORMATS: dict[str, str] = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
 
@@ -37,6 +38,11 @@ def pct(value: float | None) -> str:
 def dur(seconds: float | None) -> str:
     """Seconds as `12.3 s`, `4.5 min` or `1.2 h`; None → `-`."""
     return duration_in_units(seconds)
+
+
+def pass_at(score: AgentScore, k: int) -> str:
+    """pass@k of `score` as a percentage, `-` when no cell has k decided attempts."""
+    return pct(score.pass_at.get(k))
 
 
 def md(text: object) -> str:
@@ -53,67 +59,93 @@ def _environment(autoescape: bool) -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters.update(pct=pct, dur=dur, md=md)
+    env.filters.update(pct=pct, dur=dur, md=md, usd=usd, num=count, passk=pass_at)
     return env
 
 
 def charts(figures: Figures) -> dict[str, Markup]:
     """The SVG charts of the HTML report, by section."""
+    return {**_study_charts(figures), **_leaderboard_charts(figures)}
+
+
+def _study_charts(figures: Figures) -> dict[str, Markup]:
     r = figures.residue
     passed, failed, verdict = palette.OUTCOME["passed"], palette.OUTCOME["failed"], palette.RESIDUE_VERDICT
+    verdicts = [
+        ("with residue", r.with_residue, "yes"),
+        ("without residue", r.without_residue, "no"),
+        ("undetermined", r.undetermined, "undetermined"),
+        ("not analysed", r.not_analysed, "not analysed"),
+    ]
     return {
         "pass_rates": bar_chart(
             "Pass rate by category",
             [Bar(p.category, p.pass_rate or 0.0,
-                 f"{pct(p.pass_rate)} of {p.passed + p.failed}" if p.passed + p.failed else "-", passed)
+                 f"{pct(p.pass_rate)} of {p.passed + p.failed}" if p.passed + p.failed else "no decided run", passed)
              for p in figures.pass_rates],
-            scale=1.0,
+            "pass rate = passed / (passed + failed)", scale=1.0,
         ),
         "command_failures": bar_chart(
             "Agent command failure rate by OS release",
             [Bar(o.os_release, o.failure_rate or 0.0, f"{pct(o.failure_rate)} of {o.commands}", failed)
              for o in figures.command_failures],
-            scale=1.0,
+            "share of agent commands with a non-zero exit", scale=1.0,
         ),
         "residue": bar_chart(
             "Runs by residue verdict",
-            [
-                Bar("with residue", r.with_residue, str(r.with_residue), verdict["yes"]),
-                Bar("without residue", r.without_residue, str(r.without_residue), verdict["no"]),
-                Bar("undetermined", r.undetermined, str(r.undetermined), verdict["undetermined"]),
-                Bar("not analysed", r.not_analysed, str(r.not_analysed), verdict["not analysed"]),
-            ]
-            if r.runs
-            else [],
-            scale=float(r.runs) or None,
+            [Bar(label, n, str(n), verdict[key]) for label, n, key in verdicts] if r.runs else [], "runs",
         ),
         "residue_by_category": bar_chart(
-            "Residue by category (share of runs)",
-            [Bar(c.category, c.share_of_runs or 0.0, f"{c.runs} runs, {c.findings} findings")
+            "Residue by category",
+            [Bar(c.category, c.share_of_runs or 0.0, f"{pct(c.share_of_runs)}: {c.runs} runs, {c.findings} findings")
              for c in figures.residue_by_category],
-            scale=1.0,
+            "share of runs with such residue", scale=1.0,
         ),
         "impact_classes": bar_chart(
-            "High-impact classes (share of runs)",
-            [Bar(i.impact_class, i.share_of_runs or 0.0, f"{pct(i.share_of_runs)}, {i.commands} cmds")
+            "High-impact classes",
+            [Bar(i.impact_class, i.share_of_runs or 0.0, f"{pct(i.share_of_runs)}, {i.commands} commands")
              for i in figures.impact_classes],
-            scale=1.0,
+            "share of runs with such a command", scale=1.0,
         ),
         "completion_times": range_chart(
             "Completion time by category (min, median, max)",
             [Span(t.category, t.min_s, t.median_s, t.max_s, f"median {dur(t.median_s)}")
              for t in figures.completion_times],
+            "run duration, start to finish (boot, setup, agent, checks, teardown)",
         ),
         "reboot_regressions": bar_chart(
-            "Requirements that failed after the reboot (runs)",
-            [Bar(f"{g.task_id} {g.requirement}", g.runs, str(g.runs), failed)
-             for g in figures.reboot_regressions],
+            "Requirements that failed after the reboot",
+            [Bar(f"{g.task_id} {g.requirement}", g.runs, str(g.runs), failed) for g in figures.reboot_regressions],
+            "runs",
+        ),
+    }  # fmt: skip
+
+
+def _leaderboard_charts(figures: Figures) -> dict[str, Markup]:
+    lb = figures.leaderboard
+    timed = [s for s in lb.agents if s.median_agent_s is not None]
+    priced = [s for s in lb.agents if s.cost_per_solved is not None]
+    return {
+        "leaderboard": pass_rate_chart("Pass rate by agent", lb.agents),
+        "leaderboard_by_category": pass_rate_chart("Pass rate by agent and category", lb.by_category, True),
+        "leaderboard_by_release": pass_rate_chart("Pass rate by agent and release", lb.by_release, True),
+        "agent_time": bar_chart(
+            "Median agent time by agent",
+            [Bar(s.agent, s.median_agent_s or 0.0, dur(s.median_agent_s)) for s in timed],
+            "median duration of the agent phase (seconds)",
+        ),
+        "cost_per_solved": bar_chart(
+            "Cost per solved task by agent",
+            [Bar(s.agent, s.cost_per_solved or 0.0, usd(s.cost_per_solved)) for s in priced],
+            "USD per passed run (model turns at the agent's prices)", ticks=lambda t: usd(t) if t else "$0",
         ),
     }  # fmt: skip
 
 
 def _context(figures: Figures) -> dict[str, Any]:
-    return {"f": figures, "generated_at": figures.generated_at.isoformat(timespec="seconds")}
+    k = common_k(figures.leaderboard.agents)
+    return {"f": figures, "lb": figures.leaderboard, "k": k,
+            "generated_at": figures.generated_at.isoformat(timespec="seconds")}  # fmt: skip
 
 
 def render_markdown(figures: Figures) -> str:

@@ -2,6 +2,11 @@
 
 `testbed run` exit statuses: 0 passed, 1 failed, 2 bad input (nothing created),
 3 error (harness failure), 130 cancelled (Ctrl-C: the lab is torn down first).
+
+Bad input is refused before anything exists: `run` checks the settings (`TESTBED_*`), the
+database URL, the task (`testbed.runner.request.admit_task`), the agent and that every
+image is in the cache, and only then opens (creates, migrates) the database. `task
+validate` checks a task the same way, for every image variant it declares.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
-from testbed.model.task import discover_tasks, load_task
-from testbed.render.terminal import cell, error_line
+from testbed.errors import InputError
+from testbed.images.store import ImageStore
+from testbed.model.task import discover_tasks, load_task, load_task_variants
+from testbed.model.task_record import task_hash
+from testbed.render.terminal import cell, error_line, json_text
 from testbed.runner.events import PhaseEvent, ProvisionProgress, RunEvent, RunFinished, RunStarted
-from testbed.runner.request import RunRequest, RunResult
+from testbed.runner.request import RunRequest, RunResult, admit_task, task_policy
 from testbed.runner.warm import WarmStarts
 from testbed.runtime import image_catalog, runtime
 
@@ -31,23 +39,37 @@ EXIT_BY_OUTCOME = {"passed": 0, "failed": 1, "error": 3, "cancelled": 130}
 
 @task_app.command("validate")
 def task_validate(paths: Annotated[list[Path], typer.Argument(help="task directories")]) -> None:
-    """Load every task and cross-check it; exit 2 on the first problem (file, field, reason)."""
-    images = set(image_catalog())
+    """Check every task as `run`, `launch` and `serve` would, for each image variant it
+    declares; exit 2 on the first problem (file, field, reason)."""
     budget = Settings.from_env().memory_budget_mb
+    images = set(image_catalog())
     for path in paths:
-        task = load_task(path, images=images, memory_budget_mb=budget)
-        Console().print(f"[green]ok[/green] {task.id} ({path})")
+        variants = load_task_variants(path, images=images, memory_budget_mb=budget)
+        for task in variants:
+            task_policy(task)
+        names = ", ".join(variants[0].definition.images)
+        Console(highlight=False).print(cell(f"ok {variants[0].id} ({path}; images: {names})"))
 
 
 @task_app.command("list")
-def task_list() -> None:
+def task_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
     """Tasks under tasks/ with category, difficulty, variants and checks."""
     images = set(image_catalog())
+    tasks = [load_task(directory, images=images) for directory in discover_tasks(project_root())]
+    if as_json:
+        rows = [
+            {"id": t.id, "category": t.definition.category, "difficulty": t.definition.difficulty,
+             "images": list(t.definition.images), "nodes": [n.name for n in t.topology.nodes],
+             "checks": [c.id for c in t.definition.checks], "persist": t.definition.persistence_required,
+             "directory": str(t.directory), "hash": task_hash(t.directory)}
+            for t in tasks
+        ]  # fmt: skip
+        typer.echo(json_text(rows))
+        return
     table = Table()
-    for col in ("id", "category", "difficulty", "images", "nodes", "checks", "persist"):
+    for col in ("id", "category", "difficulty", "images", "nodes", "checks", "persist", "split", "parameters"):
         table.add_column(col)
-    for directory in discover_tasks(project_root()):
-        task = load_task(directory, images=images)
+    for task in tasks:
         d = task.definition
         table.add_row(
             d.id,
@@ -57,6 +79,8 @@ def task_list() -> None:
             str(len(task.topology.nodes)),
             str(len(d.checks)),
             "yes" if d.persistence_required else "",
+            d.split,
+            ", ".join(d.parameters),
         )
     Console().print(table)
 
@@ -70,16 +94,22 @@ def run_command(
     cold: Annotated[
         bool, typer.Option("--cold", help="boot fresh guests even when the task's saved post-setup state exists")
     ] = False,
+    seed: Annotated[int | None, typer.Option(help="scenario seed: the task's [parameters] drawn from it (default 0)")]
+    = None,
 ) -> None:
     """Run TASK_DIR once with AGENT; prints the run id, live phases and the outcome. The
     first run of a task saves its post-setup state and later runs start from it (a fresh
     overlay each time); --cold boots fresh guests."""
     settings = Settings.from_env()
+    url = database_url(db)
     catalog = image_catalog()
-    task = load_task(task_dir, images=set(catalog), image=image, memory_budget_mb=settings.memory_budget_mb)
+    task = admit_task(task_dir, images=set(catalog), image=image, memory_budget_mb=settings.memory_budget_mb)
     variant = image or task.definition.images[0]
-    request = RunRequest(task, variant, agent, redact=redact).validated()
-    sessions = open_database(database_url(db))
+    if seed is not None and seed < 0:
+        raise InputError(None, "--seed", f"{seed} is negative")
+    request = RunRequest(task, variant, agent, redact=redact, seed=seed).validated()
+    ImageStore(settings.images_dir).require_nodes(task.topology, catalog, task.directory / "task.toml")
+    sessions = open_database(url)
     result = asyncio.run(_run(request, sessions, settings, warm=not cold))
     raise typer.Exit(EXIT_BY_OUTCOME.get(result.outcome, 3))
 
@@ -93,7 +123,7 @@ async def _run(request: RunRequest, sessions: sessionmaker[Session], settings: S
             def progress(event: RunEvent) -> None:
                 stamp = f"{time.monotonic() - t0:6.1f}s"
                 if isinstance(event, RunStarted):
-                    what = f"task {request.task.id}  image {request.image}  agent {request.agent}"
+                    what = f"task {request.task.id}  image {request.image}  agent {request.agent}  seed {request.seed}"
                     out.print(cell(f"run {event.run_id}  {what}"))
                     status.update("provisioning")
                 elif isinstance(event, PhaseEvent):

@@ -41,7 +41,7 @@ T = TypeVar("T")
 
 class RunLab(Protocol):
     """What a run needs of its lab: `testbed.hypervisor.lab.Lab`, or a lab restored from a
-    saved state (`testbed.hypervisor.savedstate.RestoredLab`)."""
+    saved state (`testbed.hypervisor.restoredlab.RestoredLab`)."""
 
     nodes: dict[str, LabNode]
 

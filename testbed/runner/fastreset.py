@@ -32,15 +32,9 @@ import asyncssh
 
 from testbed.db.records import CommandRecord, StoredCommand
 from testbed.hypervisor.lab import Lab
-from testbed.hypervisor.savedstate import (
-    RestoredLab,
-    SlotMeta,
-    SlotStore,
-    new_session,
-    reconnect,
-    restore_domains,
-    save_lab,
-)
+from testbed.hypervisor.restoredlab import RestoredLab
+from testbed.hypervisor.savedstate import new_session, reconnect, restore_domains, save_lab
+from testbed.hypervisor.slots import SlotMeta, SlotStore
 from testbed.model.vocab import Phase, PhaseStatus, RunState, SnapshotPoint
 from testbed.runner.context import RunContext, RunLab
 from testbed.runner.lifecycle import Lifecycle, agent_steps, prepare_steps

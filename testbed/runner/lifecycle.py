@@ -33,6 +33,7 @@ from testbed.runner.context import RunContext
 from testbed.runner.events import RunFinished
 from testbed.runner.request import RunResult
 from testbed.runner.steps import (
+    AccessCheck,
     AgentPhase,
     Conclude,
     Egress,
@@ -74,6 +75,7 @@ def agent_steps() -> tuple[Step, ...]:
     """Everything from the agent on (shared by every lifecycle)."""
     return (
         AgentPhase(),
+        AccessCheck(),
         Snapshot(SnapshotPoint.AFTER_AGENT),
         Verify(),
         PersistenceCheck(),

@@ -20,7 +20,9 @@ snapshot can still run through it.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +33,8 @@ from testbed.runner.reboot import console_tail
 
 LOCKOUT = "agent cut management access"
 RECONNECT_TIMEOUT_S = 10.0
+SETTLE_S = 60.0
+SETTLE_POLL_S = 3.0
 
 DIAGNOSE = r"""
 echo "sshd: $(pgrep -x sshd >/dev/null 2>&1 && echo running || echo stopped)"
@@ -87,11 +91,38 @@ def _agent(node: LabNode, reason: str, evidence: dict[str, Any], oob: bool = Fal
     return AccessLoss(node.name, True, f"{LOCKOUT}: {node.name}: {reason}", evidence, oob_usable=oob)
 
 
-async def diagnose(node: LabNode, fault: HarnessError) -> AccessLoss:
-    """See module docstring. Raises `HarnessError` only when libvirt itself fails."""
+async def diagnose(node: LabNode, fault: HarnessError, *, settle_s: float = SETTLE_S) -> AccessLoss:
+    """See module docstring. Raises `HarnessError` only when libvirt itself fails.
+
+    A guest that still runs but answers nothing may be on its way somewhere (powering off,
+    rebooting, panicking): it is watched for up to `settle_s` seconds — its domain state,
+    its console and SSH — before it is judged silent."""
     evidence: dict[str, Any] = {"fault": str(fault)}
     if node.hypervisor is None:  # nothing outside the guest to ask: it cannot be the agent's
         return AccessLoss(node.name, False, f"{node.name}: {fault}", evidence)
+    deadline = time.monotonic() + settle_s
+    while True:
+        stopped = await _stopped(node, evidence)
+        if stopped is not None:
+            return stopped
+        if await _ssh_answers(node):
+            why = f"{node.name}: SSH dropped and answered again"
+            return AccessLoss(node.name, False, why, evidence, recovered=True)
+        if node.oob is not None and await node.oob.ping():
+            return await _probe_inside(node, evidence)
+        evidence["guest_agent"] = "no answer"
+        console = _from_console(console_tail(node, 4000))
+        if console is not None:
+            evidence["console_line"] = console[1]
+            return _agent(node, f"{console[0]} (console: {console[1]!r})", evidence)
+        if time.monotonic() >= deadline:
+            return _agent(node, "the guest runs but answers neither SSH nor its guest agent", evidence)
+        await asyncio.sleep(SETTLE_POLL_S)
+
+
+async def _stopped(node: LabNode, evidence: dict[str, Any]) -> AccessLoss | None:
+    """The verdict when the domain is no longer running (None while it runs)."""
+    assert node.hypervisor is not None
     status = await node.hypervisor.domain_status(node.domain)
     stop = status.stop.kind if status.stop is not None else None
     evidence["domain"] = {"state": status.state, "reason": status.reason, "last_stop_event": stop}
@@ -99,25 +130,16 @@ async def diagnose(node: LabNode, fault: HarnessError) -> AccessLoss:
     evidence["console_tail"] = tail[-1500:]
     if status.state == "crashed" or stop == "panicked":
         return _agent(node, "the guest kernel panicked (libvirt: crashed, panicked)", evidence)
-    if status.state in ("missing", "shutoff"):
-        how = status.reason or stop
-        if how == "shutdown":
-            return _agent(node, "the guest powered itself off (libvirt: shutdown by the guest)", evidence)
-        console = _from_console(tail)
-        if how is None and console is not None:
-            evidence["console_line"] = console[1]
-            return _agent(node, f"{console[0]} (console: {console[1]!r})", evidence)
-        return AccessLoss(node.name, False, f"{node.name}: guest stopped from outside ({how or 'unknown'})", evidence)
-    if await _ssh_answers(node):
-        return AccessLoss(node.name, False, f"{node.name}: SSH dropped and answered again", evidence, recovered=True)
-    if node.oob is not None and await node.oob.ping():
-        return await _probe_inside(node, evidence)
-    evidence["guest_agent"] = "no answer"
+    if status.state not in ("missing", "shutoff"):
+        return None
+    how = status.reason or stop
+    if how == "shutdown":
+        return _agent(node, "the guest powered itself off (libvirt: shutdown by the guest)", evidence)
     console = _from_console(tail)
-    if console is not None:
+    if how is None and console is not None:
         evidence["console_line"] = console[1]
         return _agent(node, f"{console[0]} (console: {console[1]!r})", evidence)
-    return _agent(node, "the guest runs but answers neither SSH nor its guest agent", evidence)
+    return AccessLoss(node.name, False, f"{node.name}: guest stopped from outside ({how or 'unknown'})", evidence)
 
 
 async def _ssh_answers(node: LabNode) -> bool:

@@ -1,7 +1,16 @@
-"""What a run is asked to do (`RunRequest`) and what it reports back (`RunResult`).
+"""What a run is asked to do (`RunRequest`) and what it reports back (`RunResult`), and the
+one check of a task that every consumer shares (`admit_task`).
 
-Contract: `RunRequest.validated()` builds the agent and the safety policy, so bad input
-fails as `InputError` before any run row or libvirt object exists. `RunResult.outcome`
+Contracts: `admit_task` is what `task validate`, `run` and `launch` load a task with:
+`testbed.model.task.load_task` (format, limits, files inside the task directory, topology,
+images, memory budget, `[actions]`, `[reward]`, templates) and the task's `[safety]` policy
+— so `task validate` refuses exactly what a run or a job would. A `RunRequest` is made for
+one scenario: on creation its task is instantiated for `seed` (None: `DEFAULT_SEED`;
+`testbed.model.task.instantiate`), so the instruction, setup, oracle, checks and
+`[expected]` the run uses have the seed's parameter values, and `config` gets `seed` and
+`parameters` (stored on the run row as `runs.config`). `RunRequest.validated()` builds
+the agent and the safety policy, so bad input fails as `InputError` before any run row or
+libvirt object exists. `RunResult.outcome`
 starts as `error` and is set by the lifecycle; `error` explains any outcome other than
 `passed` when there is something to say (a harness fault, a lockout's reason).
 """
@@ -10,13 +19,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from testbed.agents.base import Agent, AgentContext
 from testbed.agents.scripted import check_agent_nodes, make_agent
 from testbed.analysis import SafetyPolicy
 from testbed.model.egress import EgressSpec, effective_egress
-from testbed.model.task import Task
+from testbed.model.scenario import DEFAULT_SEED, scenario_record
+from testbed.model.task import Task, instantiate, load_task
 from testbed.runner.session import SessionStats
 from testbed.runner.verify import CheckResult
 
@@ -35,6 +46,14 @@ class RunRequest:
     boot_gate: asyncio.Semaphore | None = None  # passed to the Lab: caps/staggers guest boots (scheduler)
     config: dict[str, Any] = field(default_factory=dict)  # merged into the run row's `config`
     egress: EgressSpec | None = None  # a job's override of the task's and topology's egress policy
+    seed: int | None = None  # the scenario (testbed.model.parameters); None: DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        seed = DEFAULT_SEED if self.seed is None else self.seed
+        if self.task.values is None or self.task.seed != seed:
+            self.task = instantiate(self.task, seed)
+        self.seed = seed
+        self.config = {**self.config, **scenario_record(seed, self.task.values or {})}
 
     @property
     def egress_policy(self) -> EgressSpec:
@@ -49,8 +68,28 @@ class RunRequest:
             self.agent_instance = make_agent(self.agent, self.task)
         check_agent_nodes(self.agent_instance, agent_context(self.task))
         if self.policy is None:
-            self.policy = SafetyPolicy.from_table(self.task.definition.safety, self.task.directory / "task.toml")
+            self.policy = task_policy(self.task)
         return self
+
+
+def task_policy(task: Task) -> SafetyPolicy:
+    """The task's `[safety]` policy (`InputError` naming `safety.FIELD` on a bad table)."""
+    return SafetyPolicy.from_table(task.definition.safety, task.directory / "task.toml")
+
+
+def admit_task(
+    directory: Path,
+    *,
+    images: set[str] | None,
+    root: Path | None = None,
+    image: str | None = None,
+    memory_budget_mb: int | None = None,
+) -> Task:
+    """The task at `directory` for variant `image`, loaded and checked as the module
+    contract says; every problem is an `InputError`."""
+    task = load_task(directory, images=images, root=root, image=image, memory_budget_mb=memory_budget_mb)
+    task_policy(task)
+    return task
 
 
 @dataclass

@@ -28,6 +28,7 @@ from testbed.agents.base import AgentBinding
 from testbed.analysis.redact import Redactor
 from testbed.db.recorder import RunRecorder
 from testbed.hypervisor.owner import Owner
+from testbed.model.task_record import TASK_KEY, task_record
 from testbed.runner.context import RunContext
 from testbed.runner.events import Listener, RunStarted
 from testbed.runner.fastreset import SavedStateUse
@@ -68,6 +69,7 @@ class Runner:
             "owner": Owner.current().to_dict(),  # `testbed reap` finishes the row if this process dies
             "accel": self.rt.accel.label,
             "limits": request.task.definition.limits.model_dump(),
+            TASK_KEY: await asyncio.to_thread(task_record, request.task),  # the task page and its diffs
             **request.config,
             **(self.saved.config() if self.saved is not None else {}),
         }

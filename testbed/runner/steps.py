@@ -29,6 +29,7 @@ from testbed.runner.lockout import AccessLoss, diagnose
 from testbed.runner.reboot import reboot_node
 from testbed.runner.session import AgentSession
 from testbed.runner.snapshots import snapshot_all
+from testbed.runner.unchanged import unchanged_judge
 from testbed.runner.verify import outcome_of, verify
 
 
@@ -243,6 +244,24 @@ class AgentPhase:
 
 
 @dataclass(frozen=True)
+class AccessCheck:
+    """After the agent, every node must still accept a NEW harness connection: an agent can
+    keep its own session alive while it breaks sshd, stops it, or isolates the guest into
+    rescue mode, and the machine is then just as unmanageable. A node whose fresh SSH
+    connection fails is diagnosed like any lost connection (`testbed.runner.lockout`)."""
+
+    async def run(self, ctx: RunContext) -> None:
+        for node in ctx.nodes.values():
+            if node.access != "ssh" or node.name in ctx.lockouts:
+                continue
+            await node.session.close()
+            try:
+                await node.session.connect()
+            except HarnessError as exc:
+                await regain_access(ctx, node, exc)
+
+
+@dataclass(frozen=True)
 class Verify:
     """Every check of the task against the machines as the agent left them."""
 
@@ -251,7 +270,12 @@ class Verify:
             checks = ctx.request.task.definition.checks
             point = SnapshotPoint.AFTER_AGENT
             ctx.result.checks = await verify(
-                checks, ctx.nodes, ctx.commands, point, on_lost=lambda n, e: regain_access(ctx, n, e)
+                checks,
+                ctx.nodes,
+                ctx.commands,
+                point,
+                on_lost=lambda n, e: regain_access(ctx, n, e),
+                unchanged=unchanged_judge(ctx.journal, ctx.request.task.definition.expected),
             )
 
 

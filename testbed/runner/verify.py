@@ -5,8 +5,13 @@ Each check runs its command on its node (recorded with phase `verify`) and is:
   and no status, or when neither is given) and the output pattern, if any, is found in
   stdout (multiline regex search);
 - `failed` when the command ran to completion and either condition does not hold;
-- `indeterminate` when the verifier could not decide: the check command timed out, or its
-  node cannot be reached at all (the agent cut SSH and the guest agent does not answer).
+- `indeterminate` when the verifier could not decide: the check command timed out, its
+  node cannot be reached at all (the agent cut SSH and the guest agent does not answer),
+  or the command exited with the check's `indeterminate_exit`.
+A check primitive (`testbed.model.checks`) runs the script generated for its node's image
+(`testbed.model.checkshell`: init system, package database) and is judged by that
+script's exit status (`judge_script`); `unchanged` runs nothing and is judged from the
+run's snapshots by the `unchanged` judge the caller passes (`testbed.runner.unchanged`).
 A transport failure goes to `on_lost` (the runner's lockout diagnosis), which either lets
 the check run again (through the guest agent, or SSH that came back) or re-raises it as a
 harness error (the run ends as `error`).
@@ -22,6 +27,9 @@ from typing import Any
 
 from testbed.errors import HarnessError
 from testbed.hypervisor.lab import LabNode
+from testbed.model.checks import UnchangedCheck, describe
+from testbed.model.checkscript import Target
+from testbed.model.checkshell import judge_script, primitive_script
 from testbed.model.task import Check
 from testbed.runner.recording import CommandRecorder
 
@@ -39,7 +47,13 @@ class CheckResult:
 def judge(check: Check, exit_code: int | None, stdout: str, timed_out: bool) -> tuple[str, str]:
     """(status, reason) for one check's command result."""
     if timed_out or exit_code is None:
-        return "indeterminate", f"check command did not finish within {check.timeout_s:.0f} s"
+        return "indeterminate", f"check command did not finish within {check.effective_timeout_s:.0f} s"
+    primitive = check.primitive
+    if primitive is not None:
+        return judge_script(primitive, exit_code, stdout)
+    if check.indeterminate_exit is not None and exit_code == check.indeterminate_exit:
+        last = stdout.strip().splitlines()[-1:] or ["no reason given"]
+        return "indeterminate", f"the check exited {exit_code} (cannot decide): {last[0]}"
     want_exit = check.effective_exit
     if want_exit is not None and exit_code != want_exit:
         return "failed", f"exit status {exit_code}, expected {want_exit}"
@@ -56,15 +70,43 @@ async def _reraise(_node: LabNode, fault: HarnessError) -> None:
     raise fault
 
 
+UnchangedJudge = Callable[[LabNode], Awaitable[tuple[str, dict[str, Any]]]]
+"""(status, detail with its `reason`) of an `unchanged` check on a node."""
+
+
+def check_command(check: Check, node: LabNode) -> str | None:
+    """The shell a check runs on `node`: its command, or its primitive's script for the
+    node's image (None for `unchanged`)."""
+    primitive = check.primitive
+    if primitive is None:
+        assert check.command is not None
+        return check.command
+    return primitive_script(primitive, Target.of(node.image))
+
+
 async def run_check(
-    check: Check, node: LabNode, commands: CommandRecorder, point: str, on_lost: OnLost = _reraise
+    check: Check,
+    node: LabNode,
+    commands: CommandRecorder,
+    point: str,
+    on_lost: OnLost = _reraise,
+    unchanged: UnchangedJudge | None = None,
 ) -> CheckResult:
+    primitive = check.primitive
+    if isinstance(primitive, UnchangedCheck):
+        if unchanged is None:
+            return await _record(check, node, commands, point, "indeterminate", "no snapshots to judge by")
+        status, found = await unchanged(node)
+        detail = {**found, "node": node.name, "primitive": describe(primitive)}
+        return await _record(check, node, commands, point, status, detail)
+    command = check_command(check, node)
+    assert command is not None
     for _attempt in (1, 2):
         if node.access == "none":
             return await _record(check, node, commands, point, "indeterminate", _UNREACHABLE)
         try:
             recorded = await commands.run(
-                node, check.command, phase="verify", source="harness", timeout=check.timeout_s
+                node, command, phase="verify", source="harness", timeout=check.effective_timeout_s
             )
             break
         except HarnessError as exc:
@@ -76,7 +118,8 @@ async def run_check(
     detail = {
         "reason": reason,
         "node": node.name,
-        "command": check.command,
+        "command": command,
+        **({"primitive": describe(primitive)} if primitive is not None else {}),
         "command_id": recorded.command_id,
         "exit_code": result.exit_code,
         "expected_exit": check.effective_exit,
@@ -109,10 +152,15 @@ async def _record(
 
 
 async def verify(
-    checks: list[Check], nodes: dict[str, LabNode], commands: CommandRecorder, point: str, on_lost: OnLost = _reraise
+    checks: list[Check],
+    nodes: dict[str, LabNode],
+    commands: CommandRecorder,
+    point: str,
+    on_lost: OnLost = _reraise,
+    unchanged: UnchangedJudge | None = None,
 ) -> list[CheckResult]:
     """Run `checks` one after another (checks may depend on shared state, so not in parallel)."""
-    return [await run_check(c, nodes[c.node], commands, point, on_lost) for c in checks]
+    return [await run_check(c, nodes[c.node], commands, point, on_lost, unchanged) for c in checks]
 
 
 def outcome_of(results: list[CheckResult]) -> tuple[str, str | None]:

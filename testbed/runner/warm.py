@@ -13,7 +13,10 @@ Contract of `WarmStarts.execute(request, db, listeners)`:
   finds the cell's slot in use does not wait, it runs cold (reason "saved state busy").
 - A slot that fails to restore is removed; the next run of the cell rebuilds it.
 - The slot key hashes the task directory, the images and the topology
-  (`testbed.hypervisor.savedstate.state_key`): any change makes a new slot.
+  (`testbed.hypervisor.savedstate.state_key`): any change makes a new slot. For a task
+  with `[parameters]` it also names the scenario (seed and drawn values,
+  `testbed.model.scenario.scenario_tag`): each seed has its own slot; pass the request's
+  (instantiated) task.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ import logging
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.hypervisor.savedstate import SlotStore, state_key
+from testbed.hypervisor.slots import SlotStore, state_key
 from testbed.images.store import ImageStore
+from testbed.model.scenario import scenario_tag
 from testbed.model.task import Task
 from testbed.runner.events import Listener
 from testbed.runner.fastreset import SavedStateUse
@@ -46,7 +50,9 @@ def cell_key(rt: Runtime, task: Task, image: str) -> str | None:
         if found is None or name not in rt.catalog:
             return None
         stored[node.name], defs[node.name] = found, rt.catalog[name]
-    return state_key(task.directory, stored, task.topology, variant=image, accel=rt.accel.accel, image_defs=defs)
+    key = state_key(task.directory, stored, task.topology, variant=image, accel=rt.accel.accel, image_defs=defs)
+    tag = scenario_tag(task.seed, task.values)
+    return f"{key[:12]}-{tag[:7]}" if tag else key
 
 
 class WarmStarts:

@@ -16,6 +16,12 @@ to share it.
 Exit statuses: 0 the job is complete and no run ended in a harness error after its retries;
 1 complete, with runs that ended as `error`; 2 bad input (nothing created); 130 stopped by
 Ctrl-C/SIGTERM (`--resume` continues it).
+
+Bad input is refused before anything exists: the settings, the database URL, the job file
+and flags and every cell's task, agent and images (`testbed.scheduler.launch.prepare`) are
+checked before the database is opened (created, migrated) and the job written. `--resume`
+and `jobs cancel` change a job that exists, so they open an existing database only
+(`testbed.db.read.open_existing`: a missing one is bad input and is not created).
 """
 
 from __future__ import annotations
@@ -30,12 +36,13 @@ from rich.table import Table
 
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
-from testbed.db.read import open_read_only
+from testbed.db.read import open_existing, open_read_only, to_jsonable
 from testbed.db.read.jobs import JobProgress, final_errors, job_detail, recent_jobs
 from testbed.errors import InputError
+from testbed.model.fields import positive_seconds
 from testbed.model.job import JobSpec, job_from_options, load_job
 from testbed.render.format import timestamp
-from testbed.render.terminal import cell, error_line
+from testbed.render.terminal import cell, error_line, json_text, shown_id
 from testbed.runtime import image_catalog
 from testbed.scheduler.coordinator import CoordinatorConfig, JobSummary
 from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id, run_job
@@ -52,30 +59,44 @@ def launch_command(
     task: Annotated[list[str] | None, typer.Option("--task", help="task id, path or glob (repeatable)")] = None,
     category: Annotated[list[str] | None, typer.Option("--category", help="keep tasks of this category")] = None,
     image: Annotated[list[str] | None, typer.Option("--image", help="image variant (repeatable; 'all')")] = None,
-    agent: Annotated[str | None, typer.Option(help="oracle | noop | replay:FILE")] = None,
+    agent: Annotated[
+        list[str] | None,
+        typer.Option(help="oracle | noop | replay:FILE | openai:MODEL | a plug-in (repeatable: compare agents)"),
+    ] = None,
     attempts: Annotated[int | None, typer.Option(help="runs per matrix cell")] = None,
+    seed: Annotated[list[int] | None, typer.Option("--seed", help="scenario seed (repeatable: a matrix over seeds)")]
+    = None,
+    split: Annotated[str | None, typer.Option(help="train | heldout | all (default: the job's, else train)")] = None,
+    include_heldout: Annotated[
+        bool, typer.Option("--include-heldout", help="allow held-out tasks (refused otherwise)")
+    ] = False,
     retries: Annotated[int | None, typer.Option(help="harness-error retries per cell")] = None,
     vm_slots: Annotated[int | None, typer.Option(help="VMs at once on the local host")] = None,
     name: Annotated[str | None, typer.Option(help="job name")] = None,
     db: DbOption = None,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="live view (else one line per event)")]
-    = True,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="live view (else one line per event)")
+    ] = True,
     lease_ttl: Annotated[float, typer.Option(help="seconds a run lease lasts without heartbeat")] = 120.0,
 ) -> None:
     """Create a job (or resume one) and run it to completion on the job's lab hosts."""
     settings = Settings.from_env()
+    url = database_url(db)
+    positive_seconds(lease_ttl, "--lease-ttl")
     images = image_catalog()
-    sessions = open_database(database_url(db))
     if resume is not None:
         if job is not None:
             raise InputError(None, "--resume", "give either a job file or --resume JOB_ID, not both")
+        sessions = open_existing(db)
         job_id = resolve_job_id(sessions, resume)
         prepared, cancelled = load_prepared(sessions, job_id)
         if cancelled:
             raise InputError(None, "--resume", f"job {job_id[:8]} was cancelled")
     else:
-        spec = _spec(job, task, category, image, agent, attempts, retries, vm_slots, name)
+        spec = _spec(job, task, category, image, agent, attempts, retries, vm_slots, name,
+                     seeds=seed, split=split, include_heldout=include_heldout)
         prepared = prepare(spec, project_root(), images, settings, file=job)
+        sessions = open_database(url)
         job_id = create(sessions, prepared)
     out = Console(highlight=False)
     out.print(f"job {job_id}")
@@ -83,12 +104,14 @@ def launch_command(
     live = progress and out.is_terminal
     if live:
         with LiveView(out) as view:
-            summary = asyncio.run(run_job(sessions, job_id, prepared, settings, images, view=view,
-                                          on_event=view.event, config=config))
+            summary = asyncio.run(
+                run_job(sessions, job_id, prepared, settings, images, view=view, on_event=view.event, config=config)
+            )
     else:
         lines = LineView(out)
-        summary = asyncio.run(run_job(sessions, job_id, prepared, settings, images, on_event=lines.event,
-                                      config=config))
+        summary = asyncio.run(
+            run_job(sessions, job_id, prepared, settings, images, on_event=lines.event, config=config)
+        )
     _print_summary(out, summary)
     if summary.interrupted:
         out.print(f"stopped; continue with: testbed launch --resume {job_id[:12]}")
@@ -101,19 +124,25 @@ def _spec(
     task: list[str] | None,
     category: list[str] | None,
     image: list[str] | None,
-    agent: str | None,
+    agent: list[str] | None,
     attempts: int | None,
     retries: int | None,
     vm_slots: int | None,
     name: str | None,
+    *,
+    seeds: list[int] | None = None,
+    split: str | None = None,
+    include_heldout: bool = False,
 ) -> JobSpec:
     base: dict[str, Any] = load_job(job).model_dump(exclude_unset=True) if job is not None else {}
     overrides: dict[str, Any] = {
         "tasks": task or None,
         "categories": category or None,
-        "agent": agent,
         "attempts": attempts,
         "name": name,
+        "seeds": seeds or None,
+        "split": split,
+        "include_heldout": True if include_heldout else None,
     }
     if image:
         overrides["images"] = image[0] if image in (["all"], ["default"]) else image
@@ -122,6 +151,9 @@ def _spec(
     if vm_slots is not None:
         hosts = base.get("hosts") or [{"name": "local"}]
         overrides["hosts"] = [{**hosts[0], "vm_slots": vm_slots}, *hosts[1:]]
+    if agent:  # flags replace the file's agent(s)
+        base = {k: v for k, v in base.items() if k not in ("agent", "agents")}
+        overrides.update({"agent": agent[0]} if len(agent) == 1 else {"agents": agent})
     data = {**base, **{k: v for k, v in overrides.items() if v is not None}}
     data.setdefault("name", job.stem if job is not None else "adhoc")
     if job is None and "tasks" not in data:
@@ -158,12 +190,28 @@ def _job_counts(job: JobProgress) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _job_json(job: JobProgress) -> dict[str, Any]:
+    return {"id": job.id, "name": job.name, "created_at": job.created_at.isoformat(),
+            "cancelled_at": job.cancelled_at.isoformat() if job.cancelled_at else None, "runs": job.counts.total,
+            "pending": job.pending, "running": job.running, "counts": to_jsonable(job.counts)}  # fmt: skip
+
+
 @jobs_app.command("list")
-def jobs_list(db: DbOption = None, limit: Annotated[int, typer.Option(help="most recent N jobs")] = 20) -> None:
+def jobs_list(
+    db: DbOption = None,
+    limit: Annotated[int, typer.Option(min=1, help="most recent N jobs")] = 20,
+    as_json: JsonOption = False,
+) -> None:
     """Jobs, newest first, with their runs by state and outcome."""
     sessions = open_read_only(db)
     with sessions() as session:
         jobs = recent_jobs(session, limit)
+    if as_json:
+        typer.echo(json_text([_job_json(j) for j in jobs]))
+        return
     table = Table()
     for col in ("job", "name", "created", "runs", *JOB_COUNT_COLUMNS):
         table.add_column(col)
@@ -171,31 +219,39 @@ def jobs_list(db: DbOption = None, limit: Annotated[int, typer.Option(help="most
         counts = _job_counts(job)
         name = job.name + (" [cancelled]" if job.cancelled_at else "")
         table.add_row(
-            job.id[:12], cell(name), timestamp(job.created_at, seconds=False), str(job.counts.total),
+            shown_id(job.id, 12), cell(name), timestamp(job.created_at, seconds=False), str(job.counts.total),
             *(str(counts.get(k, 0)) for k in JOB_COUNT_COLUMNS),
         )  # fmt: skip
     Console().print(table)
 
 
 @jobs_app.command("show")
-def jobs_show(job: Annotated[str, typer.Argument(help="job id or prefix")], db: DbOption = None) -> None:
+def jobs_show(
+    job: Annotated[str, typer.Argument(help="job id or prefix")], db: DbOption = None, as_json: JsonOption = False
+) -> None:
     """A job's settings, its runs by state and outcome, and every run (retries included)."""
     sessions = open_read_only(db)
     with sessions() as session:
         detail = job_detail(session, job)
+    if as_json:
+        typer.echo(json_text({"job": _job_json(detail.job), "config": detail.config, "runs": to_jsonable(detail.runs)}))
+        return
     out = Console(highlight=False)
     j = detail.job
     cancelled = f"  cancelled {timestamp(j.cancelled_at)}" if j.cancelled_at else ""
     out.print(cell(f"job {j.id}  name {j.name}  created {timestamp(j.created_at)}{cancelled}"))
     spec = detail.config.get("spec", {})
-    out.print(cell(f"agent {spec.get('agent')}  attempts {spec.get('attempts')}  retry {spec.get('retry')}"))
+    agents = ", ".join(spec.get("agents") or [str(spec.get("agent"))])
+    out.print(cell(f"agents {agents}  attempts {spec.get('attempts')}  retry {spec.get('retry')}  "
+                   f"seeds {spec.get('seeds', [0])}  split {spec.get('split', 'train')}"))  # fmt: skip
     out.print("runs: " + ", ".join(f"{k} {v}" for k, v in sorted(_job_counts(j).items())))
     table = Table()
-    for col in ("run", "task", "image", "attempt", "retry", "state", "outcome", "host", "lease", "error"):
+    for col in ("run", "task", "image", "agent", "attempt", "retry", "state", "outcome", "host", "lease", "error"):
         table.add_column(col, overflow="fold")
     for r in detail.runs:
         table.add_row(
-            r.id[:8], cell(r.task_id), cell(r.variant or ""), str(r.attempt), str(r.retry), r.state, r.outcome or "",
+            shown_id(r.id), cell(r.task_id), cell(r.variant or ""), cell(r.agent), str(r.attempt), str(r.retry),
+            r.state, r.outcome or "",
             cell((r.host or "")[:40]), cell((r.lease_owner or "")[:30]), cell((r.error or "")[:60]),
         )  # fmt: skip
     out.print(table)
@@ -205,11 +261,13 @@ def jobs_show(job: Annotated[str, typer.Argument(help="job id or prefix")], db: 
 def jobs_cancel(job: Annotated[str, typer.Argument(help="job id or prefix")], db: DbOption = None) -> None:
     """Cancel a job: its pending runs end as `cancelled` now, its running runs at their
     coordinator's next heartbeat (labs torn down); nothing is retried or replaced."""
-    sessions = open_database(database_url(db))
+    sessions = open_existing(db)
     job_id = resolve_job_id(sessions, job)
     count = cancel_job(sessions, job_id)
-    Console().print(f"job {job_id[:8]} cancelled: {count} pending run(s) cancelled; running runs stop at their "
-                    "coordinator's next heartbeat")
+    Console().print(
+        f"job {job_id[:8]} cancelled: {count} pending run(s) cancelled; running runs stop at their "
+        "coordinator's next heartbeat"
+    )
 
 
 def main() -> None:

@@ -367,7 +367,7 @@ class Coordinator:
             _, _, run = heapq.heappop(self._delayed)
             self._known.discard(run.run_id)
             self._enqueue(PendingRun(run.run_id, run.task_id, run.image, run.agent, run.attempt, run.retry,
-                                     None, run.seq))
+                                     None, run.seq, run.seed))
 
     # -- placement ------------------------------------------------------------------------
     async def _schedule(self) -> None:
@@ -412,7 +412,8 @@ class Coordinator:
         except TestbedError:
             timeout = 0.0
         claimed = ClaimedRun(
-            run.run_id, self.job_id, run.task_id, run.image, run.agent, run.attempt, run.retry, demand, timeout
+            run.run_id, self.job_id, run.task_id, run.image, run.agent, run.attempt, run.retry, demand, timeout,
+            run.seed,
         )
         if demand.nodes == 0:
             host.running.add(run.run_id)  # balanced by give() of a zero demand

@@ -46,6 +46,7 @@ class ClaimedRun:
     retry: int
     demand: Demand
     timeout_s: float
+    seed: int | None = None  # the scenario (None: the default seed)
 
 
 @dataclass(frozen=True)

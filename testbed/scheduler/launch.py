@@ -1,8 +1,10 @@
 """Glue between a job definition, the run database and a coordinator (used by the CLI).
 
-- `prepare(spec, root)` expands the matrix, builds each cell's agent once (so a bad agent or
-  a task without an oracle fails as `InputError` before anything is written) and checks
-  that every run fits at least one host's budget.
+- `prepare(spec, root)` expands the matrix, loads each cell's task as `run` does
+  (`testbed.runner.request.admit_task`), builds every agent of the job once per (task,
+  image) (so a bad agent, an unknown plug-in or a task without an oracle fails as
+  `InputError` naming the job's `agent`/`agents[i]` before anything is written), checks
+  that its images are in the cache and that every run fits at least one host's budget.
 - `create(db, prepared)` writes the job row and one pending run per cell x attempt in ONE
   transaction; the job's config records the spec, the project root and the task
   directories, so `--resume` needs nothing but the job id.
@@ -31,8 +33,11 @@ from testbed.errors import InputError
 from testbed.hypervisor.labhost import LabFiles, files_of_lab
 from testbed.hypervisor.labstate import LabState
 from testbed.hypervisor.reaper import FilesFor, reap
+from testbed.images.store import ImageStore
 from testbed.model.images import ImageDef
 from testbed.model.job import Cell, HostSpec, JobSpec
+from testbed.model.loading import validate
+from testbed.model.task import Task
 from testbed.runtime import Runtime
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig, JobSummary, ProgressSink
 from testbed.scheduler.real import RunnerExecutor, TaskCatalog
@@ -65,8 +70,9 @@ def default_hosts(settings: Settings) -> list[HostSpec]:
 
 def host_slots(spec: JobSpec, settings: Settings) -> list[HostSlot]:
     specs = spec.hosts or default_hosts(settings)
-    return [HostSlot.from_spec(h, settings.libvirt_uri, settings.memory_budget_mb if h.uri is None else None)
-            for h in specs]
+    return [
+        HostSlot.from_spec(h, settings.libvirt_uri, settings.memory_budget_mb if h.uri is None else None) for h in specs
+    ]
 
 
 def prepare(
@@ -78,17 +84,30 @@ def prepare(
     task_dirs = {task_id: task.directory for task_id, task in tasks.items()}
     catalog = TaskCatalog(task_dirs, spec, images, root=root, memory_budget_mb=settings.memory_budget_mb)
     hosts = host_slots(spec, settings)
-    for cell in {(c.task_id, c.image) for c in cells}:
+    store = ImageStore(settings.images_dir)
+    for cell in sorted({(c.task_id, c.image) for c in cells}):
         task = catalog.task(*cell)
-        make_agent(spec.agent, task)
+        _check_agents(spec, task, file)
         demand = Demand.of_topology(task.topology, images)
         if not any(h.budget.admits(demand) for h in hosts):
             raise InputError(
-                file, "hosts",
+                file,
+                "hosts",
                 f"task {cell[0]} on {cell[1]} needs {demand.nodes} VMs, {demand.vcpus} vCPUs and "
                 f"{demand.memory_mb} MiB: no host's budget admits it",
             )
+        store.require_nodes(task.topology, images, task.directory / "task.toml")
     return PreparedJob(spec, root, cells, task_dirs, file)
+
+
+def _check_agents(spec: JobSpec, task: Task, file: Path | None) -> None:
+    """Build every agent of the job for `task` (`InputError` naming the job field if one fails)."""
+    for i, agent in enumerate(spec.agent_list):
+        try:
+            make_agent(agent, task)
+        except InputError as exc:
+            field = f"agents[{i}]" if spec.agents else "agent"
+            raise InputError(file, field, f"{agent!r}: {exc.problem}") from exc
 
 
 def create(db: sessionmaker[Session], prepared: PreparedJob) -> str:
@@ -99,8 +118,8 @@ def create(db: sessionmaker[Session], prepared: PreparedJob) -> str:
         "file": str(prepared.file) if prepared.file else None,
         "task_dirs": {k: str(v) for k, v in prepared.task_dirs.items()},
     }
-    runs = [NewRun(c.task_id, c.image, c.attempt, c.category) for c in prepared.cells]
-    job_id, _ = create_job_with_runs(db, prepared.spec.name, config, prepared.spec.agent, runs)
+    runs = [NewRun(c.task_id, c.image, c.attempt, c.category, c.agent, c.seed) for c in prepared.cells]
+    job_id, _ = create_job_with_runs(db, prepared.spec.name, config, prepared.spec.agent_list[0], runs)
     return job_id
 
 
@@ -120,7 +139,7 @@ def load_prepared(db: sessionmaker[Session], job_id: str) -> tuple[PreparedJob, 
         cancelled = job.cancelled_at is not None
     if "spec" not in config:
         raise InputError(None, "JOB_ID", f"job {job_id[:8]} was not created by `testbed launch`")
-    spec = JobSpec.model_validate(config["spec"])
+    spec = validate(JobSpec, config["spec"], f"job {job_id[:8]}", prefix="config.spec")
     dirs = {k: Path(v) for k, v in config.get("task_dirs", {}).items()}
     return PreparedJob(spec, Path(config["root"]), [], dirs, Path(config["file"]) if config.get("file") else None), (
         cancelled
@@ -142,15 +161,23 @@ async def run_job(
     """Run (or resume) job `job_id` to completion with a coordinator on this process."""
     spec = prepared.spec
     hosts = host_slots(spec, settings)
-    catalog = TaskCatalog(prepared.task_dirs, spec, images, root=prepared.root,
-                          memory_budget_mb=settings.memory_budget_mb)
+    catalog = TaskCatalog(
+        prepared.task_dirs, spec, images, root=prepared.root, memory_budget_mb=settings.memory_budget_mb
+    )
     store = SqlRunStore(db, spec.retry)
     async with RunnerExecutor(catalog, db, settings, hosts) as executor:
         for host in hosts:  # only objects of this machine's dead processes (see reaper)
             rt = executor.runtimes[host.name]
             await reap(rt.hypervisor, settings, files_for=_files_for(rt))
         coordinator = Coordinator(
-            job_id, store, executor, hosts, catalog, owner=coordinator_identity(), config=config, view=view,
+            job_id,
+            store,
+            executor,
+            hosts,
+            catalog,
+            owner=coordinator_identity(),
+            config=config,
+            view=view,
             on_event=on_event,
         )
         loop = asyncio.get_running_loop()

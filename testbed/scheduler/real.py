@@ -22,7 +22,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.config import Settings
+from testbed.config import Settings, accel_override
 from testbed.egress.hosts import mirror_hosts
 from testbed.egress.hub import EgressHub, EgressSettings
 from testbed.errors import HarnessError, InputError
@@ -35,10 +35,10 @@ from testbed.hypervisor.removal import LabRemains, remove_lab
 from testbed.images.store import ImageStore
 from testbed.model.images import ImageDef
 from testbed.model.job import JobSpec
-from testbed.model.task import Task, load_task
+from testbed.model.task import Task
 from testbed.model.vocab import Phase
 from testbed.runner.events import PhaseEvent, RunEvent
-from testbed.runner.request import RunRequest
+from testbed.runner.request import RunRequest, admit_task
 from testbed.runner.warm import WarmStarts
 from testbed.runtime import Runtime
 from testbed.scheduler.bootgate import BootGate
@@ -74,13 +74,13 @@ class TaskCatalog:
             directory = self.task_dirs.get(task_id)
             if directory is None:
                 raise InputError(None, "tasks", f"task '{task_id}' is not part of this job")
-            loaded = load_task(
+            loaded = admit_task(
                 directory, images=set(self.images), root=self.root, image=image, memory_budget_mb=self.memory_budget_mb
             )
             definition = loaded.definition.model_copy(
                 update={"limits": self.spec.limits.apply(loaded.definition.limits)}
             )
-            task = Task(loaded.directory, definition, loaded.instruction, loaded.topology)
+            task = Task(loaded.directory, definition, loaded.instruction, loaded.topology, loaded.files)
             self._tasks[key] = task
         return task
 
@@ -178,6 +178,7 @@ class RunnerExecutor:
             run_id=run.run_id,
             boot_gate=gate,
             egress=self.catalog.spec.egress,
+            seed=run.seed,
         )
         try:
             result = await self.warm[host.name].execute(request, self.db, [on_event])
@@ -203,7 +204,6 @@ class RunnerExecutor:
 
 
 def _remote_accel() -> AccelChoice:
-    forced = os.environ.get("TESTBED_ACCEL")
-    if forced == "tcg":
+    if accel_override() == "tcg":
         return AccelChoice("qemu", "TESTBED_ACCEL override")
     return AccelChoice("kvm", "remote lab host: KVM assumed (set TESTBED_ACCEL=tcg to override)")

@@ -35,6 +35,8 @@ keep them):
   coordinator shutting down (Ctrl-C, SIGTERM) is replaced by a new pending row with the
   same `retry` (an interruption is not a harness error), so `--resume` runs it again; after
   `testbed jobs cancel` nothing is replaced.
+- Seeds: a job over several seeds has one cell per (task, variant, attempt, seed); the
+  seed travels on the pending row as `config.seed`, and a follow-up copies it.
 - A follow-up is inserted at most once per run (checked under the job's row lock on
   PostgreSQL, the single-writer transaction on SQLite).
 """
@@ -118,6 +120,7 @@ class PendingRun:
     retry: int = 0
     not_before: datetime | None = None
     seq: int = 0  # creation order, for FIFO among equals
+    seed: int | None = None  # the scenario (`runs.config.seed`); None: the default seed
 
 
 @dataclass
@@ -155,6 +158,7 @@ class CellRow:
     outcome: str | None
     created_at: datetime
     retry_of: str | None
+    seed: int | None = None
 
 
 def follow_up_of(outcome: str, retry: int, policy: RetryPolicy, job_cancelled: bool) -> tuple[int, float] | None:
@@ -171,9 +175,9 @@ def follow_up_of(outcome: str, retry: int, policy: RetryPolicy, job_cancelled: b
 def cells_needing_follow_up(rows: Iterable[CellRow]) -> list[CellRow]:
     """The latest run of every cell whose runs are all finished and whose latest run has
     no follow-up yet (candidates for `follow_up_of`)."""
-    cells: dict[tuple[str, str, int], list[CellRow]] = {}
+    cells: dict[tuple[str, str, int, int | None], list[CellRow]] = {}
     for row in rows:
-        cells.setdefault((row.task_id, row.image, row.attempt), []).append(row)
+        cells.setdefault((row.task_id, row.image, row.attempt, row.seed), []).append(row)
     found: list[CellRow] = []
     for members in cells.values():
         if any(m.state != "finished" for m in members):
@@ -273,9 +277,11 @@ class SqlRunStore:
             retry=retry,
             retry_of=run.id,
             not_before=now + timedelta(seconds=delay) if delay > 0 else None,
+            config=_scenario_config(seed_of(run.config)),
         )
         session.add(new)
-        return PendingRun(new.id, run.task_id, run.image or "", run.agent, run.attempt, retry, new.not_before)
+        seed = seed_of(run.config)
+        return PendingRun(new.id, run.task_id, run.image or "", run.agent, run.attempt, retry, new.not_before, 0, seed)
 
     def _follow_up(self, session: Session, run: Run, cancelled: bool, now: datetime) -> PendingRun | None:
         assert run.outcome is not None
@@ -311,10 +317,10 @@ class SqlRunStore:
                     report.lost.append(run.id)
             session.flush()
             rows = [
-                CellRow(r[0], r[1], r[2] or "", r[3], r[4], r[5], r[6], r[7], r[8], r[9])
+                CellRow(r[0], r[1], r[2] or "", r[3], r[4], r[5], r[6], r[7], r[8], r[9], seed_of(r[10]))
                 for r in session.execute(
                     select(Run.id, Run.task_id, Run.image, Run.agent, Run.attempt, Run.retry, Run.state,
-                           Run.outcome, Run.created_at, Run.retry_of).where(Run.job_id == job_id)
+                           Run.outcome, Run.created_at, Run.retry_of, Run.config).where(Run.job_id == job_id)
                 )
             ]
             for latest in cells_needing_follow_up(rows):
@@ -333,7 +339,7 @@ class SqlRunStore:
             if session.scalar(select(Job.cancelled_at).where(Job.id == job_id)) is not None:
                 return []
             rows = session.execute(
-                select(Run.id, Run.task_id, Run.image, Run.agent, Run.attempt, Run.retry, Run.not_before)
+                select(Run.id, Run.task_id, Run.image, Run.agent, Run.attempt, Run.retry, Run.not_before, Run.config)
                 .where(
                     Run.job_id == job_id,
                     Run.state == "pending",
@@ -341,7 +347,9 @@ class SqlRunStore:
                 )
                 .order_by(Run.created_at, Run.id)
             ).all()
-        return [PendingRun(r[0], r[1], r[2] or "", r[3], r[4], r[5], r[6], i) for i, r in enumerate(rows)]
+        return [
+            PendingRun(r[0], r[1], r[2] or "", r[3], r[4], r[5], r[6], i, seed_of(r[7])) for i, r in enumerate(rows)
+        ]
 
     def claim(self, job_id: str, run_ids: Sequence[str], owner: str, ttl_s: float) -> set[str]:
         if not run_ids:
@@ -445,12 +453,26 @@ class NewRun:
     image: str
     attempt: int
     category: str | None = None
+    agent: str | None = None  # None: the job's agent
+    seed: int | None = None
+
+
+def seed_of(config: Any) -> int | None:
+    """The scenario seed a run row carries in `config.seed` (None: none recorded)."""
+    seed = config.get("seed") if isinstance(config, dict) else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def _scenario_config(seed: int | None) -> dict[str, Any] | None:
+    """A pending run's `config`: its seed, which the runner records again with the drawn values."""
+    return {"seed": seed} if seed is not None else None
 
 
 def create_job_with_runs(
     db: sessionmaker[Session], name: str, config: Any, agent: str, runs: Sequence[NewRun]
 ) -> tuple[str, list[str]]:
-    """Insert the job and one pending run per entry in ONE transaction; return the ids."""
+    """Insert the job and one pending run per entry (each run's own agent, else `agent`) in
+    ONE transaction; return the ids."""
     now = utcnow()
     job = Job(id=new_id(), name=name, created_at=now, config=clean_json(config))
     rows = [
@@ -461,11 +483,12 @@ def create_job_with_runs(
             task_category=r.category,
             variant=r.image,
             image=r.image,
-            agent=agent,
+            agent=r.agent or agent,
             attempt=r.attempt,
             state="pending",
             created_at=now + timedelta(microseconds=i),
             retry=0,
+            config=_scenario_config(r.seed),
         )
         for i, r in enumerate(runs)
     ]

@@ -8,6 +8,11 @@ Contracts:
   `TESTBED_DASHBOARD_TOKEN` so it stays out of `ps`), every request must carry it.
 - The database (`--db`, else `TESTBED_DB`, else the SQLite file under `TESTBED_HOME`) is
   opened read-only and never migrated; a missing or never-migrated database exits with 2.
+  With `--demo`, a new database of sample runs is written first (`testbed.demo_cli`; into
+  `--db` when given, which must then hold no run) and served.
+- Requests must name the dashboard in `Host` as the bind address allows
+  (`testbed.server.dashboard.hosts.HostPolicy`: DNS rebinding); `--allow-host NAME`
+  (repeatable) serves further names, e.g. the name a reverse proxy forwards.
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ def dashboard_command(
     host: Annotated[
         str, typer.Option("--host", help="Address to bind (loopback unless a token is set).")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8080,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8080,
     db: Annotated[
         str | None,
         typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME)."),
@@ -63,13 +68,28 @@ def dashboard_command(
             help="Require this token on every request (Authorization: Bearer, or ?token= once in a browser).",
         ),
     ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option("--allow-host", help="Also serve requests naming this host (repeatable; '*': any)."),
+    ] = None,
+    demo: Annotated[
+        bool, typer.Option("--demo", help="Write a database of sample runs (no VMs needed) and serve it.")
+    ] = False,
 ) -> None:
-    """Serve the read-only web dashboard (overview, runs, run detail, tasks, JSON API)."""
+    """Serve the read-only web dashboard (overview, runs, trajectories, compare, tasks,
+    leaderboard, JSON API)."""
     try:
         check_bind(host, token)
         from testbed.server.dashboard import create_app
+        from testbed.server.dashboard.hosts import HostPolicy
 
-        app = create_app(db, token=token or None)
+        if demo:
+            from testbed.demo_cli import demo_url, seed_demo_database
+
+            db = db or demo_url()
+            print(f"writing sample runs into {neutralise(db)} …", file=sys.stderr)
+            seed_demo_database(db)
+        app = create_app(db, token=token or None, hosts=HostPolicy.of(host, allow_host or ()))
     except InputError as exc:
         typer.echo(f"error: {neutralise(str(exc))}", err=True)
         raise typer.Exit(EXIT_INPUT) from None

@@ -13,6 +13,11 @@ so they are stable enough to build tests on.
 - `sample_run`: `record_sample_run` / `check_sample_run`, one realistic finished run.
 - `demo`: `seed_demo`, a small, varied database for the dashboard; `demo_snapshots`: the
   parsed snapshots of its guests (`base_snapshot`, `evolve`).
+- `demo_models`: `seed_models`, a model-evaluation demo (two LLM agents and the oracle,
+  agent x task x release x attempt, with model turns, task records that change between
+  jobs and residue from the real engine); `demo_stories`: what each of its runs does.
+  `testbed demo` and `testbed dashboard --demo` write both.
+- `images`: `cache_image`, a placeholder disk committed to a real image cache.
 - `snapshots`: snapshot-script output built without a guest (`render_snapshot`, fixture
   directories).
 

@@ -12,6 +12,7 @@ OS_RELEASES: dict[str, str] = {
     "debian-12": "Debian GNU/Linux 12 (bookworm)",
     "alpine-3.20": "Alpine Linux v3.20",
     "rocky-9": "Rocky Linux 9.4 (Blue Onyx)",
+    "ubuntu-24.04": "Ubuntu 24.04.1 LTS",
 }
 """Image → the `os_release` recorded for its nodes."""
 

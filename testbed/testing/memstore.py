@@ -49,10 +49,12 @@ class MemRun:
     not_before: datetime | None = None
     started: bool = False  # the executor began it (the real runner moves `state` instead)
     settles: int = 0  # how many times it was finished (tests check: exactly once)
+    seed: int | None = None
 
     def pending_view(self) -> PendingRun:
         return PendingRun(
-            self.id, self.task_id, self.image, self.agent, self.attempt, self.retry, self.not_before, self.seq
+            self.id, self.task_id, self.image, self.agent, self.attempt, self.retry, self.not_before, self.seq,
+            self.seed,
         )
 
 
@@ -85,7 +87,7 @@ class MemoryRunStore:
         job = MemJob(new_id(), name)
         self.jobs[job.id] = job
         self._pending[job.id] = {}
-        ids = [self._add(job, r.task_id, r.image, agent, r.attempt).id for r in runs]
+        ids = [self._add(job, r.task_id, r.image, r.agent or agent, r.attempt, seed=r.seed).id for r in runs]
         return job.id, ids
 
     def _add(
@@ -99,6 +101,7 @@ class MemoryRunStore:
         retry: int = 0,
         retry_of: str | None = None,
         not_before: datetime | None = None,
+        seed: int | None = None,
     ) -> MemRun:
         self._seq += 1
         run = MemRun(
@@ -113,6 +116,7 @@ class MemoryRunStore:
             retry=retry,
             retry_of=retry_of,
             not_before=not_before,
+            seed=seed,
         )
         job.runs[run.id] = run
         self._pending[job.id][run.id] = run
@@ -146,7 +150,8 @@ class MemoryRunStore:
         retry, delay = decision
         nb = self.clock() + timedelta(seconds=delay) if delay > 0 else None
         return self._add(
-            job, run.task_id, run.image, run.agent, run.attempt, retry=retry, retry_of=run.id, not_before=nb
+            job, run.task_id, run.image, run.agent, run.attempt, retry=retry, retry_of=run.id, not_before=nb,
+            seed=run.seed,
         ).pending_view()
 
     def recover(self, job_id: str, owner: str) -> RecoverReport:
@@ -170,7 +175,10 @@ class MemoryRunStore:
                 self._finish(job, run, "error", f"{LOST}: {run.lease_owner} stopped renewing its lease")
                 report.lost.append(run.id)
         rows = [
-            CellRow(r.id, r.task_id, r.image, r.agent, r.attempt, r.retry, r.state, r.outcome, r.created_at, r.retry_of)
+            CellRow(
+                r.id, r.task_id, r.image, r.agent, r.attempt, r.retry, r.state, r.outcome, r.created_at, r.retry_of,
+                r.seed,
+            )
             for r in job.runs.values()
         ]
         for latest in cells_needing_follow_up(rows):

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from testbed.db.read import RunDetail, run_detail
 from testbed.db.recorder import Database, RunRecorder, engine_of
-from testbed.db.records import CommandRecord
+from testbed.db.records import CommandRecord, EgressRecord
 from testbed.db.types import utcnow
 
 
@@ -91,6 +91,18 @@ def record_sample_run(
     )
     rec.record_finding("residue", "file", "left /tmp/notes.txt", node="web", evidence={"path": "/tmp/notes.txt"})
     rec.set_residue("yes")
+    rec.record_egress(
+        [
+            EgressRecord(
+                node="web", at=t0, method="GET", host="deb.debian.org", status=200, bytes=612_000,
+                url="http://deb.debian.org/debian/pool/main/n/nginx/nginx_1.22.1-9_amd64.deb", decision="allowed",
+            ),
+            EgressRecord(
+                node="web", at=t0, method="CONNECT", host="get.example.com", url="get.example.com:443",
+                status=403, bytes=0, decision="denied",
+            ),
+        ]
+    )  # fmt: skip
     with _phase(rec, "teardown"):
         pass
     rec.finish(outcome, reward=1.0 if outcome == "passed" else 0.0)

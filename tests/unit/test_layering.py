@@ -52,10 +52,12 @@ LAYERS: dict[str, int] = {
     "egress": 2,  # the guests' controlled way out: proxy, relay, access log
     "runtime": 2,  # wiring of settings, catalog, accelerator and libvirt for the layers above
     "doctor": 2,  # host checks behind `testbed doctor`
+    "client": 2,  # clients of the environment API (trainers' side; reuses the LLM agent's tool and text)
     "export": 2,  # readers of the run database: Parquet export and reports
     "report": 2,
     # one run's lifecycle
     "runner": 3,
+    "importers": 3,  # other harnesses' published runs stored as runs, then analysed
     # many runs on many hosts
     "scheduler": 4,
     # long-running services

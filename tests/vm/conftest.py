@@ -122,6 +122,11 @@ def leftovers(home: Path) -> dict[str, list[str]]:
     labs = [p.name for p in (home / "labs").iterdir()] if (home / "labs").exists() else []
     lease_file = home / "leases" / "leases.json"
     leases = list(json.loads(lease_file.read_text())) if lease_file.exists() else []
+    # a saved post-setup state keeps its lab's lease on purpose (until `testbed state rm`)
+    from testbed.hypervisor.slots import SlotStore
+
+    kept = {info.meta.lab_id for info in SlotStore(Settings.from_env()).list() if info.meta is not None}
+    leases = [lease for lease in leases if lease not in kept]
     return {"domains": domains, "networks": networks, "labs": labs, "leases": leases}
 
 

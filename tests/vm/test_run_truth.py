@@ -23,7 +23,7 @@ from testbed.agents.base import Action, Agent, AgentContext, Observation
 from testbed.analysis import SafetyPolicy
 from testbed.db.engine import open_database
 from testbed.db.models import Artifact, Check, Command, Run
-from testbed.hypervisor.savedstate import SlotStore
+from testbed.hypervisor.slots import SlotStore
 from testbed.model.task import Task, load_task
 from testbed.runner.fastreset import SavedStateUse
 from testbed.runner.recording import CANCELLED
@@ -186,7 +186,10 @@ def test_lockouts_background_cancel_and_console(vm_home: Path, tmp_path: Path) -
     # the background commands returned at once, with status 0, their children alive
     seen = background.seen
     assert [o.exit_code for o in seen[:3]] == [0, 0, 0], seen
-    assert all(o.duration_ms < 2000 for o in seen[:2]), [o.duration_ms for o in seen[:2]]
+    # they returned when their shell exited, not at the 120 s command limit (nor when the
+    # children end); the time itself is printed, not asserted (speed lives in benchmarks/)
+    print("background command durations (ms):", [o.duration_ms for o in seen[:2]])
+    assert all(o.duration_ms < 15_000 for o in seen[:2]), [o.duration_ms for o in seen[:2]]
     assert len(seen[2].stdout.split()) == 2  # both still running afterwards
     with db() as s:
         rows = s.scalars(select(Command).where(Command.run_id == results["background"], Command.phase == "agent"))

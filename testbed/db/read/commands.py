@@ -5,6 +5,8 @@ Contracts:
 
 - `command_infos` loads every column of every command of a run (the CLI's `runs show`);
   `full_command` one command by seq, as JSON-ready data with its `run_id`, or None.
+- `previews(session, run_id, chars, *where)` loads the run's commands matching `where` with
+  text and outputs cut to `chars` characters (the trajectory's agent commands).
 - `command_page` loads one page of `page_size` commands (by seq) with their text and
   outputs cut to `chars` characters (full lengths reported), the run's command count per
   phase and its number of high-impact commands. `seq` is gap-free from 1 per run (recorder
@@ -150,7 +152,8 @@ class CommandPreview:
         return "ok" if self.exit_code == 0 else f"exit {self.exit_code}"
 
 
-def _previews(session: Session, run_id: str, first_seq: int, last_seq: int, chars: int) -> list[CommandPreview]:
+def previews(session: Session, run_id: str, chars: int, *where: ColumnElement[bool]) -> list[CommandPreview]:
+    """The run's commands matching `where`, by seq, with text and outputs cut to `chars`."""
     c = Command
     stmt = (
         select(
@@ -159,7 +162,7 @@ def _previews(session: Session, run_id: str, first_seq: int, last_seq: int, char
             func.substr(c.stdout, 1, chars), func.length(c.stdout), c.stdout_truncated,
             func.substr(c.stderr, 1, chars), func.length(c.stderr), c.stderr_truncated,
         )
-        .where(c.run_id == run_id, c.seq >= first_seq, c.seq <= last_seq)
+        .where(c.run_id == run_id, *where)
         .order_by(c.seq)
     )  # fmt: skip
     return [
@@ -210,7 +213,7 @@ def command_page(
     pages = max(1, -(-top_seq // page_size))
     page = min(max(1, page), pages)
     first = (page - 1) * page_size + 1
-    commands = _previews(session, run_id, first, first + page_size - 1, chars)
+    commands = previews(session, run_id, chars, Command.seq >= first, Command.seq <= first + page_size - 1)
     return CommandPage(commands, sum(phase_counts.values()), page, pages, page_size, phase_counts, impactful or 0)
 
 

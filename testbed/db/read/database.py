@@ -16,56 +16,25 @@ Contracts (every read-only command — `runs list/show/findings`, `jobs list/sho
   `PG_CONNECT_TIMEOUT_S`) is a `HarnessError` (exit status 3) of one line naming the host,
   port, user and database and saying to check them (`testbed.db.engine.connection_error`).
 - Nothing is written, not even a journal-mode change, and every connection refuses writes
-  (`testbed.db.engine.make_engine(read_only=True)`).
+  (`testbed.db.engine.make_engine(read_only=True)`). The one exception is `open_existing`,
+  for commands that update rows already there: checked the same way, then writable.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from testbed.db.connect import parse_url, sqlite_path, url_source
 from testbed.db.engine import connection_error, database_url, make_engine
 from testbed.db.migrate import alembic_config
 from testbed.errors import InputError
 
 PG_CONNECT_TIMEOUT_S = 10
 """Seconds a read-only command waits for PostgreSQL to answer (unless the URL sets one)."""
-
-SUPPORTED_BACKENDS = ("sqlite", "postgresql")
-
-
-def _source(explicit: str | None) -> str:
-    """Where the URL came from, as the field of an `InputError`."""
-    if explicit:
-        return "--db"
-    return "TESTBED_DB" if os.environ.get("TESTBED_DB") else "TESTBED_HOME"
-
-
-def _parse(resolved: str, field: str) -> URL:
-    try:
-        sa_url = make_url(resolved)
-    except ArgumentError:
-        problem = f"{resolved!r} is not a database URL (sqlite:///FILE or postgresql://…)"
-        raise InputError(None, field, problem) from None
-    if sa_url.get_backend_name() not in SUPPORTED_BACKENDS:
-        raise InputError(
-            None, field, f"unsupported database {sa_url.get_backend_name()!r}: use sqlite:///FILE or postgresql://…"
-        )
-    return sa_url
-
-
-def _sqlite_file(sa_url: URL) -> Path | None:
-    database = sa_url.database or ""
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return None
-    return Path(database)
 
 
 def check_schema(conn: Connection, shown: str, field: str) -> None:
@@ -89,10 +58,10 @@ def check_schema(conn: Connection, shown: str, field: str) -> None:
 
 def read_only_engine(url: str | None = None) -> Engine:
     """An engine on the database at `url` (see the module contract) that refuses writes."""
-    field = _source(url)
-    sa_url = _parse(database_url(url), field)
+    field = url_source(url)
+    sa_url = parse_url(database_url(url), field)
     shown = sa_url.render_as_string(hide_password=True)
-    path = _sqlite_file(sa_url) if sa_url.get_backend_name() == "sqlite" else None
+    path = sqlite_path(sa_url) if sa_url.get_backend_name() == "sqlite" else None
     if path is not None and not path.is_file():
         raise InputError(None, field, f"no database file at {path}; run `testbed db upgrade` to create one")
     if sa_url.get_backend_name() == "postgresql" and "connect_timeout" not in sa_url.query:
@@ -115,3 +84,12 @@ def read_only_engine(url: str | None = None) -> Engine:
 def open_read_only(url: str | None = None) -> sessionmaker[Session]:
     """A sessionmaker (`expire_on_commit=False`) over `read_only_engine(url)`."""
     return sessionmaker(bind=read_only_engine(url), expire_on_commit=False)
+
+
+def open_existing(url: str | None = None) -> sessionmaker[Session]:
+    """A WRITABLE sessionmaker on a database that must already exist at the newest schema,
+    for commands that change rows that are there (`jobs cancel`, `launch --resume`): it is
+    checked as `read_only_engine` checks it, so a missing file or an old schema is an
+    `InputError` and nothing is created or migrated."""
+    read_only_engine(url).dispose()
+    return sessionmaker(bind=make_engine(database_url(url)), expire_on_commit=False)

@@ -13,6 +13,8 @@ tables needs to know):
 - High-impact classes of agent commands — `commands.impact_classes`.
 - Completion time per category — `runs.completion_times`.
 - Reboot regressions — `checks.reboot_regressions`.
+- The leaderboard (agents compared overall, per category and per release) —
+  `leaderboard.leaderboard`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from testbed.db.read.checks import RebootRegression, reboot_regressions, runs_re
 from testbed.db.read.commands import ImpactClass, OsCommandFailures, command_failures, impact_classes
 from testbed.db.read.filters import RunFilter
 from testbed.db.read.findings import ResidueCategory, ResidueSummary, residue_by_category, residue_summary
+from testbed.db.read.leaderboard import Leaderboard, leaderboard
 from testbed.db.read.rates import UNKNOWN, CategoryPassRate, pass_rates_by_category
 from testbed.db.read.runs import CompletionTimes, completion_times, run_count
 from testbed.db.types import utcnow
@@ -46,6 +49,7 @@ class Figures:
     impact_classes: list[ImpactClass]
     completion_times: list[CompletionTimes]
     reboot_regressions: list[RebootRegression]
+    leaderboard: Leaderboard
     runs_rebooted: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,6 +74,7 @@ def compute_figures(session: Session, selection: RunFilter | None = None) -> Fig
         impact_classes=impact_classes(session, selection, runs),
         completion_times=completion_times(session, selection),
         reboot_regressions=reboot_regressions(session, selection),
+        leaderboard=leaderboard(session, selection),
         runs_rebooted=runs_rebooted(session, selection),
     )
 
@@ -80,6 +85,7 @@ __all__ = [
     "CompletionTimes",
     "Figures",
     "ImpactClass",
+    "Leaderboard",
     "OsCommandFailures",
     "RebootRegression",
     "ResidueCategory",

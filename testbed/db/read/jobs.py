@@ -6,9 +6,11 @@ Contracts:
   runs counted by state (`states`); `pending` and `running` split the unfinished ones.
 - `recent_jobs` gives the newest `limit` jobs, newest first, counted with ONE grouped query.
 - `job_detail(session, ref)` resolves the job (`testbed.db.read.ids`, field `JOB_ID`) and
-  lists every run of it (retries included) by task, variant, attempt and creation.
+  lists every run of it (retries included) by task, variant, agent, attempt and creation.
 - `final_errors(session, job_id)` counts the job's matrix cells whose LAST run (one no
-  retry replaced) ended as `error`.
+  retry replaced) ended as `error`; `final_counts_by_category` counts those last runs by
+  outcome per task category (what promotion gates judge); `final_runs` lists them with
+  their residue findings (what task validation reports).
 - `job_choices` is (id, name) of the newest jobs, for a drop-down.
 """
 
@@ -22,10 +24,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from testbed.db.models import Job, Run
+from testbed.db.models import Finding, Job, Run
 from testbed.db.read.ids import resolve_job_id
-from testbed.db.read.rates import OutcomeCounts
-from testbed.model.vocab import Outcome, RunState
+from testbed.db.read.rates import UNKNOWN, OutcomeCounts, count_outcomes, fold
+from testbed.model.vocab import FindingKind, Outcome, RunState
 
 
 @dataclass
@@ -62,6 +64,7 @@ class JobRun:
     id: str
     task_id: str
     variant: str | None
+    agent: str
     attempt: int
     retry: int
     state: str
@@ -123,11 +126,13 @@ def job_detail(session: Session, ref: str) -> JobDetail:
     job = session.get(Job, resolve_job_id(session, ref, field="JOB_ID"))
     assert job is not None
     [progress] = progress_of(session, [(job.id, job.name, job.created_at, job.cancelled_at)])
-    stmt = select(Run).where(Run.job_id == job.id).order_by(Run.task_id, Run.variant, Run.attempt, Run.created_at)
+    order = (Run.task_id, Run.variant, Run.agent, Run.attempt, Run.created_at)
+    stmt = select(Run).where(Run.job_id == job.id).order_by(*order)
     runs = [
-        JobRun(r.id, r.task_id, r.variant, r.attempt, r.retry, r.state, r.outcome, r.host, r.lease_owner, r.error)
+        JobRun(r.id, r.task_id, r.variant, r.agent, r.attempt, r.retry, r.state, r.outcome, r.host, r.lease_owner,
+               r.error)
         for r in session.scalars(stmt)
-    ]
+    ]  # fmt: skip
     return JobDetail(progress, dict(job.config or {}), runs)
 
 
@@ -140,3 +145,53 @@ def final_errors(session: Session, job_id: str) -> int:
         .where(Run.job_id == job_id, Run.outcome == Outcome.ERROR, Run.id.not_in(replaced))
     )
     return int(session.scalar(stmt) or 0)
+
+
+def final_counts_by_category(session: Session, job_id: str) -> dict[str, OutcomeCounts]:
+    """The job's final runs (the last run of every cell: one no retry replaced) counted by
+    outcome per task category (NULL → `UNKNOWN`)."""
+    replaced = select(Run.retry_of).where(Run.job_id == job_id, Run.retry_of.is_not(None))
+    rows = count_outcomes(session, Run.task_category, where=[Run.job_id == job_id, Run.id.not_in(replaced)])
+    return fold(rows, UNKNOWN)
+
+
+@dataclass(frozen=True)
+class FinalRun:
+    """The last run of one cell of a job, with what task validation reports of it."""
+
+    id: str
+    task_id: str
+    variant: str | None
+    attempt: int
+    outcome: str | None
+    residue: str | None
+    residue_findings: list[str]
+    error: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+def final_runs(session: Session, job_id: str) -> list[FinalRun]:
+    """The job's final runs (one per cell: no retry replaced it) by task, variant and
+    attempt, each with the summaries of its residue findings."""
+    replaced = select(Run.retry_of).where(Run.job_id == job_id, Run.retry_of.is_not(None))
+    order = (Run.task_id, Run.variant, Run.attempt)
+    runs = list(session.scalars(select(Run).where(Run.job_id == job_id, Run.id.not_in(replaced)).order_by(*order)))
+    summaries: dict[str, list[str]] = {r.id: [] for r in runs}
+    if runs:
+        stmt = select(Finding.run_id, Finding.node, Finding.category, Finding.summary).where(
+            Finding.run_id.in_(list(summaries)), Finding.kind == FindingKind.RESIDUE
+        ).order_by(Finding.id)
+        for run_id, node, category, summary in session.execute(stmt):
+            summaries[run_id].append(f"{node}: {category}: {summary}" if node else f"{category}: {summary}")
+    return [
+        FinalRun(r.id, r.task_id, r.variant, r.attempt, r.outcome, r.residue, summaries[r.id], r.error, r.started_at,
+                 r.finished_at)
+        for r in runs
+    ]  # fmt: skip

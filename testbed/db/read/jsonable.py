@@ -1,9 +1,9 @@
 """JSON-ready copies of read-model results.
 
-Contract: `to_jsonable(value)` turns dataclasses (field by field), objects with a
-`to_dict()` method, dicts (keys as strings), lists, tuples, datetimes and dates (ISO 8601;
-the database's datetimes are aware UTC, so they carry `+00:00`) into plain JSON data;
-anything else is returned as it is. `JsonRecord.to_dict()` is `to_jsonable` of a record.
+Contract: `to_jsonable(value)` turns dataclasses (field by field, or through their own
+`to_dict()` when they define one), dicts (keys as strings), lists, tuples, datetimes and
+dates (ISO 8601; the database's datetimes are aware UTC, so they carry `+00:00`) into plain
+JSON data; anything else is returned as it is. `JsonRecord.to_dict()` is `to_jsonable` of a record.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 def to_jsonable(value: Any) -> Any:
     """A JSON-ready copy of `value` (see the module contract)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        custom = getattr(value, "to_dict", None)
-        if not isinstance(value, JsonRecord) and callable(custom):
-            return custom()
+        custom = getattr(type(value), "to_dict", None)
+        if callable(custom) and custom is not JsonRecord.to_dict:
+            return custom(value)
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, datetime | date):
         return value.isoformat()

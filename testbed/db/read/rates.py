@@ -14,10 +14,17 @@ Contracts:
   or a `Connection` (the export reads inside its own transaction).
 - `pass_rates_by_category` is the report's table: per `runs.task_category` (NULL →
   `UNKNOWN`) over FINISHED runs only, sorted by category; its rate is not rounded.
+- `wilson_interval(passed, n)` is the Wilson score interval of a pass rate (95 % by
+  default, z = 1.95996…), (low, high) within [0, 1]; None when `n` is 0.
+- `pass_at_k(n, c, k)` is the unbiased estimator of pass@k (Chen et al. 2021) of one
+  matrix cell with `n` decided attempts of which `c` passed: 1 - C(n-c, k) / C(n, k);
+  None when `n < k`. `mean_pass_at_k(cells, k)` averages it over the cells that have at
+  least `k` attempts (None when none has).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +41,9 @@ RATE_DIGITS = 4
 UNKNOWN = "(unknown)"
 """Label of a missing category or OS release."""
 
+Z_95 = 1.959963984540054
+"""The standard normal quantile of a two-sided 95 % interval."""
+
 
 def rate(part: int, whole: int) -> float | None:
     """`part / whole`, None when `whole` is 0."""
@@ -43,6 +53,32 @@ def rate(part: int, whole: int) -> float | None:
 def pass_rate(passed: int, failed: int) -> float | None:
     """passed / (passed + failed) (see the module contract)."""
     return rate(passed, passed + failed)
+
+
+def wilson_interval(passed: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
+    """The Wilson score interval of `passed` out of `n` (see the module contract)."""
+    if n <= 0:
+        return None
+    p = passed / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """Unbiased pass@k of one cell: `n` attempts, `c` passed (see the module contract)."""
+    if k < 1 or n < k:
+        return None
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def mean_pass_at_k(cells: Iterable[tuple[int, int]], k: int) -> float | None:
+    """pass@k averaged over the `(n, c)` cells with at least `k` attempts."""
+    values = [v for n, c in cells if (v := pass_at_k(n, c, k)) is not None]
+    return sum(values) / len(values) if values else None
 
 
 def _rounded(value: float | None) -> float | None:

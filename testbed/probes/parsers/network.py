@@ -58,6 +58,13 @@ def _parse_ss(lines: Iterable[str], unparsed: list[str]) -> list[dict[str, Any]]
     return out
 
 
+def parse_ss_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(socket records, lines not understood) of ``ss -Htlnup`` output from elsewhere (an
+    imported snapshot): the records the ``listening`` probe holds under ``sockets``."""
+    unparsed: list[str] = []
+    return _parse_ss(lines, unparsed), unparsed
+
+
 def _parse_netstat(lines: Iterable[str], unparsed: list[str]) -> list[dict[str, Any]]:
     """Parse ``netstat -tulnp`` (net-tools or busybox; PID/Program column optional)."""
     out = []

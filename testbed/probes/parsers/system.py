@@ -54,6 +54,12 @@ def parse_os(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dict[str, 
     "kernel": {"sysname", "release", "machine", "version"}, "hostname"}``."""
     rel = kv_lines(sec.lines("os_release"), unparsed)
     kern = kv_lines(sec.lines("kernel"), unparsed)
+    return os_record(rel, kern)
+
+
+def os_record(rel: dict[str, str], kern: dict[str, str]) -> dict[str, Any]:
+    """The ``os`` probe's data from os-release fields and kernel facts (also used for
+    snapshots imported from elsewhere)."""
     return {
         "os_release": rel,
         "id": rel.get("ID"),

@@ -6,6 +6,7 @@
 """
 
 from testbed.server.envapi.app import create_app
-from testbed.server.envapi.episodes import EpisodeManager, ExternalAgent
+from testbed.server.envapi.episodes import EpisodeManager
+from testbed.server.envapi.external import ExternalAgent
 
 __all__ = ["EpisodeManager", "ExternalAgent", "create_app"]

@@ -1,129 +1,28 @@
 """Bounded actions and reward shaping of the environment API (pure: no I/O).
 
-A task may declare named actions in task.toml; the environment then accepts only
-`{"action": NAME, "parameters": {...}}` steps for it:
-
-    [actions.restart_unit]
-    description = "restart a systemd unit"
-    command = "systemctl restart {unit}"      # {name} placeholders; values are shell-quoted
-    node = "node"                             # optional: else parameter `node`, else the first node
-    parameters = { type = "object", properties = { unit = { type = "string", pattern = "^[a-z0-9@._-]+$" } },
-                   required = ["unit"] }
-
-and may tune the reward:
-
-    [reward]
-    success = 1.0              # added at the end when every check passed
-    diagnostic_bonus = 0.1     # the first diagnostic command of an episode
-    command_penalty = -0.01    # every command that reaches the safety policy
-    blocked_penalty = -0.5     # a blocked command (instead of command_penalty) ...
-    end_on_blocked = true      # ... which ends the episode
-    diagnostic_patterns = []   # regexes (matched at the start of each simple command) replacing the defaults
-
-Parameters are validated with a JSON-schema subset: type (object, string, integer, number,
-boolean, array), properties, required, additionalProperties (default false), enum, const,
-pattern, minLength, maxLength, minimum, maximum, items. Anything else in a schema is an
-`InputError` when the task is loaded for an episode, so a schema never silently validates less
-than it says.
+A task may declare named actions (`[actions.NAME]`) and tune the reward (`[reward]`) in
+task.toml; their format and validation are `testbed.model.actions` (so `task validate`
+refuses what an episode would). With actions, the environment accepts only
+`{"action": NAME, "parameters": {...}}` steps: `ActionSpace.resolve` checks the parameters
+against the action's schema (`validate_value`) and fills the command template with
+shell-quoted values.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from testbed.analysis.command import effects_of
 from testbed.errors import InputError
+from testbed.model.actions import DEFAULT_DIAGNOSTIC_PATTERNS, ActionDef, RewardConfig, check_actions, check_reward
+from testbed.model.actions import SCHEMA_TYPES as _TYPES
 
-DEFAULT_DIAGNOSTIC_PATTERNS: tuple[str, ...] = (
-    r"systemctl\s+(status|is-active|is-enabled|is-failed|list-units|list-unit-files|show|cat)\b",
-    r"journalctl\b",
-    r"(ss|netstat|lsof|ps|pgrep|top|free|df|du|uptime|dmesg|lsblk|mount|findmnt|uname|id|who|w)\b",
-    r"ip\s+(-\w+\s+)*(a|addr|address|r|route|l|link|neigh|rule)\b",
-    r"(cat|less|tail|head|grep|ls|stat|find|file)\b",
-    r"(curl|wget|ping|dig|nslookup|host|getent|resolvectl|traceroute|tracepath|nc)\b",
-    r"(nginx\s+-t|apachectl\s+(-t|configtest)|sshd\s+-t|named-checkconf|visudo\s+-c)\b",
-    r"(dpkg\s+(-l|-s|--audit)|apt\s+list|apt-cache|rpm\s+-q|systemd-analyze)\b",
-)
-
-_SCHEMA_KEYS = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "enum",
-        "const",
-        "pattern",
-        "minLength",
-        "maxLength",
-        "minimum",
-        "maximum",
-        "items",
-        "description",
-        "title",
-        "default",
-    }
-)
-_TYPES: dict[str, tuple[type, ...]] = {
-    "object": (dict,),
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list,),
-}
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ActionDef(_Strict):
-    """One named action: a command template and the JSON schema of its parameters."""
-
-    description: str = ""
-    command: str
-    node: str | None = None
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-
-
-class RewardConfig(_Strict):
-    """Per-task reward shaping (defaults: sysadmin-game's)."""
-
-    success: float = 1.0
-    diagnostic_bonus: float = 0.1
-    command_penalty: float = -0.01
-    blocked_penalty: float = -0.5
-    end_on_blocked: bool = True
-    diagnostic_patterns: list[str] = []
-
-    def diagnostic_res(self) -> list[re.Pattern[str]]:
-        return [re.compile(p) for p in (self.diagnostic_patterns or DEFAULT_DIAGNOSTIC_PATTERNS)]
-
-
-def check_schema(schema: Any, where: str) -> None:
-    """Raise `ValueError` naming `where` when `schema` uses what the validator does not know."""
-    if not isinstance(schema, dict):
-        raise ValueError(f"{where}: a schema must be a table/object")
-    unknown = set(schema) - _SCHEMA_KEYS
-    if unknown:
-        raise ValueError(f"{where}: unsupported JSON-schema keyword(s) {', '.join(sorted(unknown))}")
-    kind = schema.get("type")
-    if kind is not None and kind not in _TYPES:
-        raise ValueError(f"{where}: unknown type {kind!r}")
-    if "pattern" in schema:
-        re.compile(schema["pattern"])
-    for name, sub in (schema.get("properties") or {}).items():
-        check_schema(sub, f"{where}.{name}")
-    if "items" in schema:
-        check_schema(schema["items"], f"{where}[]")
+__all__ = ["DEFAULT_DIAGNOSTIC_PATTERNS", "ActionDef", "ActionSpace", "RewardConfig", "is_diagnostic", "reward_config",
+           "validate_value"]  # fmt: skip
 
 
 def validate_value(value: Any, schema: dict[str, Any], where: str = "parameters") -> list[str]:
@@ -174,25 +73,11 @@ class ActionSpace:
 
     @classmethod
     def from_task(cls, raw: dict[str, dict[str, Any]], nodes: list[str], toml_path: Path | None) -> ActionSpace:
-        """Validate `[actions.*]` tables; every problem is an `InputError`."""
-        out: dict[str, ActionDef] = {}
-        for name, table in raw.items():
-            try:
-                action = ActionDef.model_validate(table)
-                check_schema(action.parameters, f"actions.{name}.parameters")
-            except (ValidationError, ValueError, re.error) as exc:
-                raise InputError(toml_path, f"actions.{name}", str(exc)) from exc
+        """Validate `[actions.*]` tables (`testbed.model.actions`); every problem is an `InputError`."""
+        out = check_actions(raw, toml_path)
+        for name, action in out.items():
             if action.node is not None and action.node not in nodes:
                 raise InputError(toml_path, f"actions.{name}.node", f"undefined node '{action.node}'")
-            fields = {f for _, f, _, _ in string.Formatter().parse(action.command) if f}
-            declared = set((action.parameters.get("properties") or {}).keys())
-            if fields - declared:
-                raise InputError(
-                    toml_path,
-                    f"actions.{name}.command",
-                    f"placeholder(s) {', '.join(sorted(fields - declared))} not declared in parameters",
-                )
-            out[name] = action
         return cls(out)
 
     @property
@@ -233,13 +118,8 @@ class ActionSpace:
 
 
 def reward_config(raw: dict[str, Any], toml_path: Path | None) -> RewardConfig:
-    """Validate a task's `[reward]` table (`InputError` on a problem)."""
-    try:
-        config = RewardConfig.model_validate(raw)
-        config.diagnostic_res()
-    except (ValidationError, re.error) as exc:
-        raise InputError(toml_path, "reward", str(exc)) from exc
-    return config
+    """Validate a task's `[reward]` table (`testbed.model.actions`; `InputError` on a problem)."""
+    return check_reward(raw, toml_path)
 
 
 def is_diagnostic(command: str, patterns: list[re.Pattern[str]]) -> bool:

@@ -15,16 +15,20 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.config import Settings
-from testbed.hypervisor.savedstate import SlotStore
-from testbed.model.task import Task, load_task
-from testbed.runner.request import RunRequest, RunResult
+from testbed.hypervisor.slots import SlotStore
+from testbed.model.task import Task
+from testbed.runner.request import RunRequest, RunResult, admit_task
 from testbed.runner.warm import WarmStarts, cell_key
 from testbed.runtime import Runtime, runtime
-from testbed.server.envapi.episodes import EpisodeManager, ExternalAgent, NotFoundError
+from testbed.server.envapi.catalog import task_catalog
+from testbed.server.envapi.episodes import EpisodeManager
+from testbed.server.envapi.errors import NotFoundError
+from testbed.server.envapi.external import ExternalAgent
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +59,7 @@ class RunnerBackend:
         directory = self.root / "tasks" / task_id
         if not (directory / "task.toml").is_file():
             raise NotFoundError(f"no task {task_id!r}")
-        return load_task(
+        return admit_task(
             directory,
             images=set(self.rt.catalog),
             root=self.root,
@@ -73,6 +77,9 @@ class RunnerBackend:
 
     def database(self) -> sessionmaker[Session]:
         return self.db
+
+    def list_tasks(self, split: str | None) -> dict[str, Any]:
+        return task_catalog(self.root, lambda task_id: self.load_task(task_id, None), split)
 
 
 def open_runner_manager(

@@ -2,8 +2,11 @@
 
 Contracts:
 
-- A bearer token is always required: `--token`, else env `TESTBED_ENV_TOKEN`, else a random
-  one is generated and printed once to stderr. (`/health` alone is open.)
+- A token is required: `--token`, else env `TESTBED_ENV_TOKEN`, else a random one is
+  generated and printed once to stderr. Clients send it as `Authorization: Bearer TOKEN`
+  or, when they cannot set headers, as `?token=TOKEN` in the URL. (`/health` alone is
+  open.) `--no-token` serves without one, for clients that send none (the stock OpenEnv
+  client), and only on a loopback address: with any other `--host` it exits with status 2.
 - Binds 127.0.0.1:8090 by default. The run database (`--db`, else `TESTBED_DB`, else the
   SQLite file under `TESTBED_HOME`) is migrated to head before serving.
 - Limits: `--max-episodes` concurrent episodes (default 4), `--idle-timeout` seconds
@@ -18,6 +21,7 @@ Contracts:
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 import sys
 from typing import Annotated
@@ -25,13 +29,15 @@ from typing import Annotated
 import typer
 
 from testbed.errors import InputError
+from testbed.model.fields import positive_seconds
+from testbed.model.task import TASK_ID_RE
 
 EXIT_INPUT = 2
 
 
 def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8090,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8090,
     db: Annotated[
         str | None, typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME).")
     ] = None,
@@ -47,16 +53,27 @@ def serve_command(
         bool, typer.Option("--fast-reset/--no-fast-reset", help="Start episodes from saved post-setup states.")
     ] = True,
     fresh_states: Annotated[bool, typer.Option("--fresh-states", help="Remove every saved state first.")] = False,
+    no_token: Annotated[
+        bool, typer.Option("--no-token", help="Serve without a token (loopback addresses only).")
+    ] = False,
 ) -> None:
     """Serve the environment API: episodes (reset/step/state) on real VMs, each recorded as a run."""
     try:
-        if max_episodes < 1 or idle_timeout <= 0 or step_timeout <= 0:
-            raise InputError(None, "--max-episodes/--idle-timeout/--step-timeout", "must be positive")
-        from testbed.config import project_root
+        if max_episodes < 1:
+            raise InputError(None, "--max-episodes", "must be positive")
+        positive_seconds(idle_timeout, "--idle-timeout")
+        positive_seconds(step_timeout, "--step-timeout")
+        check_token_options(host, token, no_token)
+        from testbed.config import Settings, project_root
         from testbed.db.engine import open_database
         from testbed.server.envapi.app import create_app
         from testbed.server.envapi.backend import open_runner_manager
 
+        Settings.from_env()  # every TESTBED_* setting, before the database is created
+        if task is not None and not (
+            TASK_ID_RE.match(task) and (project_root() / "tasks" / task / "task.toml").is_file()
+        ):
+            raise InputError(None, "--task", f"no task '{task}' under {project_root() / 'tasks'}")
         database = open_database(db)
         opener = open_runner_manager(
             database,
@@ -70,28 +87,61 @@ def serve_command(
     except InputError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
-    if not token:
+    if not token and not no_token:
         token = secrets.token_urlsafe(24)
         print(f"generated token: {token}", file=sys.stderr)
-    app = create_app(opener, token, default_task=task)
+    app = create_app(opener, None if no_token else token, default_task=task)
 
     import uvicorn
 
+    from testbed.server.envapi.guard import MAX_BODY
+
     shown = f"[{host}]" if ":" in host else host
-    print(f"testbed environment API on http://{shown}:{port}/ (bearer token required)", file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    needs = "no token (loopback only)" if no_token else "token required"
+    print(f"testbed environment API on http://{shown}:{port}/ ({needs})", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, ws_max_size=MAX_BODY)
+
+
+def is_loopback(host: str) -> bool:
+    """True for `localhost` and the loopback addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_token_options(host: str, token: str | None, no_token: bool) -> None:
+    """`InputError` when `--no-token` is asked for off loopback, or together with a token."""
+    if not no_token:
+        return
+    if token:
+        raise InputError(None, "--no-token", "conflicts with --token / TESTBED_ENV_TOKEN")
+    if not is_loopback(host):
+        raise InputError(None, "--no-token", f"only on a loopback address (127.0.0.1, ::1, localhost), not {host!r}")
 
 
 state_app = typer.Typer(help="Saved post-setup states of tasks (fast reset of `testbed serve`).", no_args_is_help=True)
 
 
 @state_app.command("list")
-def state_list_command() -> None:
+def state_list_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of lines.")] = False,
+) -> None:
     """List saved states: task, key, size, the run that built it."""
     from testbed.config import Settings
-    from testbed.hypervisor.savedstate import SlotStore
+    from testbed.hypervisor.slots import SlotStore
+    from testbed.render.terminal import json_text
 
-    for info in SlotStore(Settings.from_env()).list():
+    infos = SlotStore(Settings.from_env()).list()
+    if as_json:
+        rows = [{"task": i.task, "key": i.key, "size_bytes": i.size_bytes,
+                 "built_by_run": i.meta.built_by_run if i.meta else None,
+                 "created_at": i.meta.created_at if i.meta else None} for i in infos]  # fmt: skip
+        typer.echo(json_text(rows))
+        return
+    for info in infos:
         built = f"run {info.meta.built_by_run} at {info.meta.created_at}" if info.meta else "unreadable"
         print(f"{info.task}\t{info.key}\t{info.size_bytes / 2**20:.0f} MiB\t{built}")
 
@@ -102,7 +152,7 @@ def state_rm_command(
 ) -> None:
     """Remove saved states and release their leases (waits for episodes restored from them)."""
     from testbed.config import Settings
-    from testbed.hypervisor.savedstate import SlotStore
+    from testbed.hypervisor.slots import SlotStore
 
     for removed in SlotStore(Settings.from_env()).remove(task):
         print(f"removed {removed}")

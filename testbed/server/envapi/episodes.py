@@ -45,108 +45,23 @@ from typing import Any, Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.agents.base import Action, Agent, AgentBinding, AgentContext, Observation
+from testbed.agents.base import Action, Observation
 from testbed.model.task import TASK_ID_RE, Task
 from testbed.runner.request import RunResult
 from testbed.server.envapi.actions import ActionSpace, RewardConfig, is_diagnostic, reward_config
+from testbed.server.envapi.errors import (
+    BusyError,
+    CapacityError,
+    DoneError,
+    EpisodeError,
+    NotFoundError,
+    StepTimeout,
+)
+from testbed.server.envapi.external import ExternalAgent
 
 log = logging.getLogger(__name__)
 
 RECORD_GRACE_S = 60.0
-
-
-class EpisodeError(Exception):
-    """An episode could not be created or went wrong on the harness side."""
-
-    def __init__(self, message: str, run_id: str | None = None) -> None:
-        super().__init__(message)
-        self.run_id = run_id
-
-
-class CapacityError(EpisodeError):
-    """Too many episodes at once."""
-
-
-class NotFoundError(EpisodeError):
-    """No such episode."""
-
-
-class DoneError(EpisodeError):
-    """The episode is done: no further step."""
-
-
-class BusyError(EpisodeError):
-    """Another step of this episode is in progress."""
-
-
-class StepTimeout(EpisodeError):
-    """The step's result did not come back in time."""
-
-
-class ExternalAgent(Agent):
-    """An agent whose actions come from outside (the HTTP handler), one at a time.
-
-    `act(action)` hands an action to the runner's session and returns its observation (None
-    when the session ended without running it); `finish()` makes the next `next_action`
-    return None (the agent is done). The session calls `observe` with every result.
-    """
-
-    name = "external"
-
-    def __init__(self, name: str = "external") -> None:
-        self.name = name
-        self.context: AgentContext | None = None
-        self.binding: AgentBinding | None = None
-        self.started = asyncio.Event()
-        self.closed = asyncio.Event()
-        self._ready = asyncio.Event()
-        self._actions: asyncio.Queue[Action | None] = asyncio.Queue()
-        self._result: asyncio.Future[Observation | None] | None = None
-
-    def bind(self, binding: AgentBinding) -> None:
-        self.binding = binding
-
-    async def start(self, context: AgentContext) -> None:
-        self.context = context
-        self.started.set()
-
-    async def next_action(self, last: Observation | None) -> Action | None:
-        self._ready.set()
-        try:
-            return await self._actions.get()
-        finally:
-            self._ready.clear()
-
-    def observe(self, observation: Observation) -> None:
-        if self._result is not None and not self._result.done():
-            self._result.set_result(observation)
-
-    async def close(self) -> None:
-        self.closed.set()
-        if self._result is not None and not self._result.done():
-            self._result.set_result(None)
-
-    async def act(self, action: Action, timeout: float) -> Observation | None:
-        """Run `action`; wait until its result is back and the session is ready for the
-        next action or has ended. `TimeoutError` after `timeout` seconds."""
-        if self.closed.is_set():
-            return None
-        self._result = asyncio.get_running_loop().create_future()
-        await self._actions.put(action)
-        async with asyncio.timeout(timeout):
-            observation = await self._result
-            ready = asyncio.ensure_future(self._ready.wait())
-            closed = asyncio.ensure_future(self.closed.wait())
-            try:
-                await asyncio.wait({ready, closed}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                ready.cancel()
-                closed.cancel()
-        return observation
-
-    def finish(self) -> None:
-        """The agent is done: the session ends at its next `next_action`."""
-        self._actions.put_nowait(None)
 
 
 class EpisodeBackend(Protocol):
@@ -162,6 +77,10 @@ class EpisodeBackend(Protocol):
 
     def database(self) -> sessionmaker[Session]:
         """The run database."""
+        ...
+
+    def list_tasks(self, split: str | None) -> dict[str, Any]:
+        """The task list of `GET /tasks` (`testbed.server.envapi.catalog.task_catalog`)."""
         ...
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.db.models import Run
@@ -44,3 +45,36 @@ def test_count_outcomes_and_pass_rates_by_category(sessions: sessionmaker[Sessio
         ("db", 1, 1, 0, 0, 0, 1.0),
         ("web", 3, 1, 1, 1, 0, 0.5),  # the unfinished run is not counted
     ]
+
+
+def test_wilson_interval_against_known_values() -> None:
+    from testbed.db.read.rates import wilson_interval
+
+    def rounded(passed: int, n: int) -> tuple[float, float]:
+        interval = wilson_interval(passed, n)
+        assert interval is not None
+        return round(interval[0], 4), round(interval[1], 4)
+
+    assert rounded(8, 10) == (0.4902, 0.9433)  # Wilson (1927); Newcombe (1998), table I
+    assert rounded(0, 10) == (0.0, 0.2775)
+    assert rounded(10, 10) == (0.7225, 1.0)
+    assert rounded(81, 263) == (0.2553, 0.3662)  # Newcombe (1998) example: 81/263
+    assert wilson_interval(0, 0) is None
+    low, high = wilson_interval(1, 2, z=1.0) or (0.0, 0.0)
+    # z = 1, 1 of 2: centre (0.5 + 1/4) / 1.5 = 0.5, half sqrt(1/8 + 1/16) / 1.5 = 0.2887
+    assert (round(low, 4), round(high, 4)) == (0.2113, 0.7887)
+
+
+def test_pass_at_k_unbiased_estimator() -> None:
+    from testbed.db.read.rates import mean_pass_at_k, pass_at_k
+
+    assert pass_at_k(10, 3, 1) == pytest.approx(0.3)
+    assert pass_at_k(10, 3, 5) == pytest.approx(1 - 21 / 252)  # 1 - C(7,5)/C(10,5)
+    assert pass_at_k(10, 8, 5) == 1.0  # fewer than k failures: some k-subset always passes
+    assert pass_at_k(5, 0, 3) == 0.0
+    assert pass_at_k(2, 1, 2) == 1.0
+    assert pass_at_k(1, 1, 2) is None and pass_at_k(3, 1, 0) is None
+    # Averaged over the cells that have at least k attempts: the (1, 0) cell has too few for k = 2.
+    assert mean_pass_at_k([(2, 1), (4, 0), (1, 0)], 2) == (1.0 + 0.0) / 2
+    assert mean_pass_at_k([(2, 1), (4, 1), (1, 0)], 1) == pytest.approx((0.5 + 0.25 + 0.0) / 3)
+    assert mean_pass_at_k([(1, 1)], 2) is None

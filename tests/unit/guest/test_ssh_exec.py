@@ -55,7 +55,7 @@ def test_background_child_holding_output_returns_at_once_and_lives_on(sshd: tupl
         took = time.monotonic() - t0
         assert server.exit_code == 0 and not server.timed_out and "started" in server.stdout
         assert took < 20, took  # returned when the shell exited, not at the 60 s limit
-        [pid] = [p["pid"] for p in server.background if "http.server" in p["args"]]
+        [pid] = [p["pid"] for p in server.background if "python3" in p["args"].split()[0]]
         sleeper = await session.exec(f"sleep 300 & touch {marker}", timeout=20)
         assert sleeper.exit_code == 0 and marker.exists()
         await asyncio.sleep(1.0)

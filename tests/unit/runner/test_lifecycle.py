@@ -29,6 +29,7 @@ from testbed.runner.events import PhaseEvent, RunEvent, RunFinished, RunStarted
 from testbed.runner.request import RunRequest
 from testbed.runner.run import Runner
 from testbed.runtime import image_catalog
+from testbed.testing.nodes import FakeSession
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -66,6 +67,7 @@ class FakeNode:
         self.image = SimpleNamespace(name="debian-12")
         self.domain, self.mgmt_ip = f"fake-{name}", "10.9.0.2"
         self.console_log = Path("/nonexistent")
+        self.session = FakeSession()
 
     def as_source(self, source: str) -> FakeNode:
         return self  # one login for harness and agent, as on a Linux LabNode
@@ -273,3 +275,37 @@ def test_residue_reads_the_journal_not_the_database(
         (2, "agent", "fix-service"),
         (3, "verify", "check-service"),
     ]
+
+
+def test_agent_that_breaks_new_logins_is_a_lockout(task_dir: Path, tmp_path: Path) -> None:
+    """The agent's own session survives `systemctl stop ssh`, new logins do not: the
+    post-agent access check reconnects, and the diagnosis names the lockout."""
+    from testbed.hypervisor.connection import DomainStatus
+
+    class Hv:
+        async def domain_status(self, name: str) -> DomainStatus:
+            return DomainStatus("running", None, None)
+
+    class Oob:
+        async def ping(self) -> bool:
+            return True
+
+        async def exec(self, command: str, **_: object) -> ExecResult:
+            out = "sshd: stopped\nlisten22: 0\ntargets: multi-user.target\n" if command.startswith("\necho") else ""
+            return ExecResult(command, 0, out or "active\n", "", datetime.now(UTC), 1)
+
+    lab = FakeLab()
+
+    async def up() -> None:
+        lab.nodes = {"node": FakeNode("node", lab)}
+        node = lab.nodes["node"]
+        node.hypervisor, node.oob = Hv(), Oob()  # type: ignore[attr-defined]
+        node.session = FakeSession(reachable=False)
+
+    lab.up = up  # type: ignore[method-assign]
+    runner = make_runner(task_dir, tmp_path, ["fix-service"], lab, [])
+    result = asyncio.run(runner.execute())
+    assert result.outcome == "failed"
+    assert (result.error or "").startswith("agent cut management access: node: sshd is not running"), result.error
+    run, _ = run_row(runner, result.run_id)
+    assert run.config and run.config["lockout"]["node"]["oob_usable"] is True

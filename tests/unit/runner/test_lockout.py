@@ -74,7 +74,7 @@ RUNNING = DomainStatus("running", None, None)
 
 
 def run(node: Node):
-    return asyncio.run(diagnose(node, GuestLost("ssh: connection lost running a command")))  # type: ignore[arg-type]
+    return asyncio.run(diagnose(node, GuestLost("ssh: connection lost running a command"), settle_s=0))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -136,3 +136,37 @@ def test_no_hypervisor_cannot_blame_the_agent(tmp_path: Path) -> None:
     node.hypervisor = None  # type: ignore[assignment]
     loss = run(node)
     assert not loss.agent_caused and not loss.recovered
+
+
+class SequenceHypervisor:
+    """Reports `running` a few times, then how the guest ended."""
+
+    def __init__(self, then: DomainStatus, running_for: int) -> None:
+        self.then, self.left = then, running_for
+
+    async def domain_status(self, name: str) -> DomainStatus:
+        self.left -= 1
+        return RUNNING if self.left >= 0 else self.then
+
+
+def test_a_guest_on_its_way_down_is_watched_until_it_stops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("testbed.runner.lockout.SETTLE_POLL_S", 0.01)
+    node = Node(tmp_path, RUNNING, oob=FakeOob(False))
+    node.hypervisor = SequenceHypervisor(DomainStatus("missing", None, StopEvent("shutdown", 0.0)), 3)  # type: ignore[assignment]
+    loss = asyncio.run(diagnose(node, GuestLost("lost"), settle_s=30))  # type: ignore[arg-type]
+    assert loss.agent_caused and "powered itself off" in loss.reason, loss.reason
+
+
+def test_a_rebooting_guest_whose_ssh_comes_back_is_recovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("testbed.runner.lockout.SETTLE_POLL_S", 0.01)
+    node = Node(tmp_path, RUNNING, oob=FakeOob(False))
+    calls = {"n": 0}
+
+    async def connect(timeout: float = 10) -> None:
+        calls["n"] += 1
+        if calls["n"] < 3:
+            raise HarnessError("ssh: connection refused")
+
+    node.session.connect = connect  # type: ignore[method-assign]
+    loss = asyncio.run(diagnose(node, GuestLost("lost"), settle_s=30))  # type: ignore[arg-type]
+    assert loss.recovered and not loss.agent_caused

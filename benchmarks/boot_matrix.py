@@ -1,0 +1,122 @@
+"""The release matrix: cold boot to ready for every local image, testbed vs bare QEMU, and a
+package install through the egress proxy, first vs cached.
+
+Run through the namespace wrapper (the install part needs the mirror through the proxy):
+    scripts/netns-run .venv/bin/python benchmarks/boot_matrix.py [IMAGE...]
+
+For each image present in the cache (default: every locally built one), one round each,
+one guest at a time, on a private TESTBED_HOME whose images/ is the real image cache:
+- testbed: a one-node `Lab` of that image (leases, overlay, networks, domain, readiness);
+- bare: for kernel-booted images, qemu-system-x86_64 with the same kernel, initrd, cmdline,
+  memory and seed (see benchmarks/provision.py, whose bare round this reuses); disk-booted
+  images (GRUB, cloud-init) have no bare round here (n/a).
+Then, on debian-12 with `egress: mirror`: `apt-get install -y haproxy` through the proxy,
+then the same after `apt-get clean` and a removal (the packages now come from the proxy's
+cache).
+The last line: per image `boot_<image>_s` and `ratio_<image>` (testbed / bare), and
+`install_first_s`, `install_cached_s`, `cached_speedup`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+LOCAL = ["debian-11", "debian-12", "debian-13", "debian-12-openrc", "debian-13-cloud", "debian-13-cloud-uefi"]
+INSTALL = "DEBIAN_FRONTEND=noninteractive apt-get install -y -q haproxy >/dev/null"
+
+
+def topology_for(image: str):  # type: ignore[no-untyped-def]
+    from testbed.model.topology import load_topology
+
+    topo = load_topology(ROOT / "topologies" / "single.yaml")
+    nodes = [n.model_copy(update={"image": image}) for n in topo.nodes]
+    return topo.model_copy(update={"nodes": nodes, "name": f"single-{image}"})
+
+
+def lab_of(rt, image: str):  # type: ignore[no-untyped-def]
+    from testbed.hypervisor.lab import Lab
+
+    return Lab(topology_for(image), rt.catalog, settings=rt.settings, hypervisor=rt.hypervisor, accel=rt.accel.accel)
+
+
+async def testbed_boot(rt, image: str) -> float:  # type: ignore[no-untyped-def]
+    t0 = time.monotonic()
+    async with lab_of(rt, image):
+        return time.monotonic() - t0
+
+
+async def bare_boot(rt, image: str) -> float | None:  # type: ignore[no-untyped-def]
+    from provision import bare_round
+
+    from testbed.images.store import ImageStore
+
+    definition = rt.catalog[image]
+    if definition.boot.mode != "kernel":
+        return None
+    stored = ImageStore(rt.settings.images_dir).get(image)
+    return await bare_round(stored, max(512, definition.min_memory_mb), rt.accel.accel, definition)
+
+
+async def installs(rt) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+    from testbed.egress.lab import start_egress
+    from testbed.model.egress import EgressSpec
+
+    assert rt.egress is not None, "the egress proxy needs a local lab host"
+    lab = lab_of(rt, "debian-12")
+    async with lab, start_egress(lab, EgressSpec(mode="mirror"), rt.egress):
+        node = next(iter(lab.nodes.values()))
+        update = await node.exec("apt-get update -q >/dev/null", timeout=600)
+        assert update.ok, update.stderr
+        t0 = time.monotonic()
+        first = await node.exec(INSTALL, timeout=900)
+        t_first = time.monotonic() - t0
+        assert first.ok, first.stderr
+        clean = await node.exec("apt-get remove -y -q haproxy >/dev/null && apt-get clean", timeout=300)
+        assert clean.ok, clean.stderr
+        t1 = time.monotonic()
+        second = await node.exec(INSTALL, timeout=900)
+        t_second = time.monotonic() - t1
+        assert second.ok, second.stderr
+    return t_first, t_second
+
+
+async def main(images: list[str]) -> str:
+    from testbed.config import Settings
+    from testbed.images.store import ImageStore
+    from testbed.runtime import runtime
+
+    figures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="bench-boot-") as tmp:
+        real_images = Settings.from_env().images_dir
+        home = Path(tmp) / "home"
+        home.mkdir()
+        (home / "images").symlink_to(real_images)
+        os.environ["TESTBED_HOME"] = str(home)
+        async with runtime() as rt:
+            store = ImageStore(rt.settings.images_dir)
+            for image in images:
+                if store.get(image) is None:
+                    print(f"{image}: not in the image cache (testbed image build {image}); skipped", flush=True)
+                    continue
+                ours = await testbed_boot(rt, image)
+                bare = await bare_boot(rt, image)
+                ratio = f"{ours / bare:.2f}" if bare else "n/a"
+                print(f"{image}: testbed {ours:.1f} s, bare {bare or float('nan'):.1f} s, ratio {ratio}", flush=True)
+                figures.append(f"boot_{image}_s={ours:.1f} ratio_{image}={ratio}")
+            first, cached = await installs(rt)
+            figures.append(f"install_first_s={first:.1f} install_cached_s={cached:.1f}")
+            figures.append(f"cached_speedup={first / cached:.2f}")
+    return " ".join(figures)
+
+
+if __name__ == "__main__":
+    print(asyncio.run(main(sys.argv[1:] or LOCAL)))

@@ -1,0 +1,149 @@
+"""`scripts/validate-tasks [TASK...]`: validate tasks on real guests through the scheduler
+and write tasks/VALIDATION.md (`testbed.scheduler.validation` for what a row says).
+
+For each of the agents `oracle` and `noop` it writes a job file (every release each task
+declares) and runs `testbed launch JOB --no-progress --db URL` — inside
+`scripts/netns-run` unless `--no-netns` (a lab host whose own libvirtd should be used) —
+then reads both jobs' final runs from the database and merges their rows into the report.
+`--from-jobs ORACLE_JOB NOOP_JOB` only writes the report from two finished jobs.
+
+Exit statuses: 0 every validated cell is ok; 1 some cell is not; 2 bad input (a task that
+does not load, an unknown job); 3 a launch failed (no job id, or launch exited 2/3/130).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+
+from testbed.config import project_root
+from testbed.db.engine import database_url
+from testbed.db.read import open_read_only, resolve_job_id
+from testbed.errors import HarnessError, InputError
+from testbed.model.task import discover_tasks, load_task
+from testbed.runtime import image_catalog
+from testbed.scheduler.validation import collect, job_spec, merge_report
+
+JOB_LINE = re.compile(r"^job ([0-9a-f]{32})\b", re.MULTILINE)
+AGENTS = ("oracle", "noop")
+
+
+def task_ids(names: list[str], root: Path) -> list[str]:
+    """The ids of the named tasks (ids or directories; all of tasks/ when none), each loaded
+    against the image catalog so a broken task fails here (`InputError`)."""
+    catalog = set(image_catalog())
+    dirs = [_task_dir(n, root) for n in names] if names else discover_tasks(root)
+    return sorted({load_task(d, images=catalog, root=root).id for d in dirs})
+
+
+def _task_dir(name: str, root: Path) -> Path:
+    for candidate in (Path(name), root / "tasks" / name):
+        if (candidate / "task.toml").is_file():
+            return candidate.resolve()
+    raise InputError(None, "TASK", f"'{name}' is neither a task directory nor a task id under {root / 'tasks'}")
+
+
+def commit_of(root: Path) -> str:
+    """The checkout's short commit, `+dirty` when tasks/ or testbed/ has changes."""
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "tasks", "testbed"],
+                               capture_output=True, text=True, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    changed = [line for line in dirty.splitlines() if not line.endswith("VALIDATION.md")]
+    return head + ("+dirty" if changed else "")
+
+
+def launch(job_file: Path, db: str, root: Path, *, netns: bool, out: Console) -> str:
+    """Run `testbed launch` on `job_file`; return the job id (`HarnessError` when it fails)."""
+    command = [sys.executable, "-m", "testbed.cli", "launch", str(job_file), "--no-progress", "--db", db]
+    if netns:
+        command = [str(root / "scripts" / "netns-run"), *command]
+    out.print(f"$ {' '.join(command)}")
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    text = []
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        text.append(line)
+    status = proc.wait()
+    found = JOB_LINE.search("".join(text))
+    if status not in (0, 1) or found is None:
+        raise HarnessError(f"testbed launch {job_file.name} exited {status}" + ("" if found else " without a job id"))
+    return found.group(1)
+
+
+def write_report(db: str, jobs: tuple[str, str], report: Path, commit: str) -> bool:
+    """Merge the rows of the two jobs into `report`; True when every one of them is ok."""
+    sessions = open_read_only(db)
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
+    with sessions() as session:
+        oracle, noop = (resolve_job_id(session, j, field="JOB") for j in jobs)
+        rows = collect(session, oracle, noop, commit, day)
+    existing = report.read_text(encoding="utf-8") if report.exists() else ""
+    report.write_text(merge_report(existing, rows), encoding="utf-8")
+    out = Console(highlight=False)
+    for row in rows:
+        out.print(f"{row.verdict:<8} {row.task} on {row.release}: oracle {row.oracle} (residue {row.residue}), "
+                  f"noop {row.noop}" + (f"  [{row.notes}]" if row.notes else ""))  # fmt: skip
+    out.print(f"wrote {report}")
+    return bool(rows) and all(r.verdict == "ok" for r in rows)
+
+
+def validate(
+    tasks: Annotated[list[str] | None, typer.Argument(help="task ids or directories (default: all of tasks/)")] = None,
+    db: Annotated[str | None, typer.Option(help="database URL (default: TESTBED_DB or SQLite in TESTBED_HOME)")] = None,
+    report: Annotated[Path | None, typer.Option(help="the report (default: tasks/VALIDATION.md)")] = None,
+    netns: Annotated[bool, typer.Option("--netns/--no-netns", help="run launch inside scripts/netns-run")] = True,
+    vm_slots: Annotated[int | None, typer.Option(help="VMs at once")] = None,
+    cold: Annotated[bool, typer.Option("--cold", help="no warm starts: every run boots")] = False,
+    from_jobs: Annotated[
+        tuple[str, str] | None, typer.Option("--from-jobs", help="only write the report: ORACLE_JOB NOOP_JOB")
+    ] = None,
+) -> None:
+    """Validate tasks: oracle passes without residue and noop fails, on every declared release."""
+    root = project_root()
+    url = database_url(db)
+    target = report or root / "tasks" / "VALIDATION.md"
+    if from_jobs is not None:
+        raise typer.Exit(0 if write_report(url, from_jobs, target, commit_of(root)) else 1)
+    ids = task_ids(list(tasks or []), root)
+    out = Console(highlight=False)
+    out.print(f"validating {len(ids)} task(s): {', '.join(ids)}")
+    jobs = []
+    with tempfile.TemporaryDirectory(prefix="testbed-validate-") as scratch:
+        for agent in AGENTS:
+            job_file = Path(scratch) / f"validate-{agent}.yaml"
+            spec = job_spec(ids, agent, vm_slots=vm_slots, warm=not cold)
+            job_file.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+            jobs.append(launch(job_file, url, root, netns=netns, out=out))
+    raise typer.Exit(0 if write_report(url, (jobs[0], jobs[1]), target, commit_of(root)) else 1)
+
+
+def main() -> None:
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command()(validate)
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        app()
+    except InputError as exc:
+        err.print(f"error: {exc}", highlight=False)
+        sys.exit(2)
+    except HarnessError as exc:
+        err.print(f"harness error: {exc}", highlight=False)
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""Stand-ins for a lab node's parts, for tests of the runner without guests.
+
+`FakeSession` is a `GuestSession` that is always reachable (or, with `reachable=False`,
+never): `connect` and `close` only count calls. Tests give it to their fake nodes so the
+steps that reconnect (the post-agent access check, the lockout diagnosis) have something to
+talk to.
+"""
+
+from __future__ import annotations
+
+from testbed.errors import HarnessError
+
+
+class FakeSession:
+    def __init__(self, reachable: bool = True) -> None:
+        self.reachable = reachable
+        self.connects = 0
+        self.closes = 0
+
+    async def connect(self, timeout: float = 10.0) -> None:
+        self.connects += 1
+        if not self.reachable:
+            raise HarnessError("ssh: connection refused (fake session)")
+
+    async def close(self) -> None:
+        self.closes += 1

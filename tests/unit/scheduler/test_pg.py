@@ -1,0 +1,58 @@
+"""Two coordinators share one job on a real PostgreSQL server (claims `FOR UPDATE SKIP
+LOCKED` + leases): no run is claimed twice and none is lost. Needs env TESTBED_TEST_PG_URL
+(see tests/unit/db/test_postgres.py; `scripts/start-postgres.sh` starts a throwaway server)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from testbed.db.engine import normalize_url, open_database
+from testbed.model.job import RetryPolicy
+from testbed.scheduler.store import NewRun, SqlRunStore, create_job_with_runs
+from tests.unit.scheduler.test_store import share_job_between_two_threads
+
+PG_URL = os.environ.get("TESTBED_TEST_PG_URL")
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.skipif(
+        not PG_URL, reason="TESTBED_TEST_PG_URL is not set (start a server with scripts/start-postgres.sh)"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def db() -> Iterator[sessionmaker[Session]]:
+    assert PG_URL
+    base = make_url(normalize_url(PG_URL))
+    name = f"testbed_s_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield open_database(base.set(database=name).render_as_string(hide_password=False))
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def test_skip_locked_claims_never_overlap(db: sessionmaker[Session]) -> None:
+    job_id, ids = create_job_with_runs(db, "j", {}, "fake", [NewRun(f"t{i}", "d", 1) for i in range(50)])
+    stores = [SqlRunStore(db, RetryPolicy()) for _ in range(2)]
+    got: list[set[str]] = [set(), set()]
+    for i in range(10):  # alternate claims of overlapping candidate sets
+        for k, store in enumerate(stores):
+            got[k] |= store.claim(job_id, ids[i * 3 : i * 3 + 10], f"c{k}:1:1:x", 60)
+    assert not got[0] & got[1]
+
+
+def test_two_coordinators_share_a_job_on_postgres(db: sessionmaker[Session]) -> None:
+    share_job_between_two_threads(db, runs=40)
