@@ -53,7 +53,7 @@ def _environment_commands(proxy_url: str, no_proxy: str) -> list[str]:
 
 
 def _package_manager_commands(proxy_url: str, dialect: str) -> list[str]:
-    if dialect == "debian":
+    if dialect in ("debian", "frr"):  # frr: the router image built on Debian
         apt = f'Acquire::http::Proxy "{proxy_url}";\nAcquire::https::Proxy "{proxy_url}";\n'
         return [_write(APT_FILE, apt)]
     if dialect == "rhel":

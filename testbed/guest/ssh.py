@@ -12,6 +12,9 @@ Contracts:
   truncated output are all in the `ExecResult`.
 - With a `tunnel` (a guest on a remote lab host), the connection is opened through the lab
   host's SSH connection (`testbed.hypervisor.hostlink.HostLink`) instead of directly.
+- A CLI dialect (a login whose shell is a network CLI, `testbed.guest.dialects`) sends the
+  command as it is with an environment token; at the deadline `reaper(token)` (another
+  login's channel on the same guest) ends it.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import secrets
 import shlex
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -28,12 +33,16 @@ import asyncssh
 
 from testbed.errors import HarnessError
 from testbed.guest.channel import ChannelLost, CommandChannel, parse_members, session_members_command
-from testbed.guest.dialects import TIMEOUT_STATUSES, Dialect, dialect_for, kill_group_command
+from testbed.guest.dialects import ENV_MARK, TIMEOUT_STATUSES, Dialect, dialect_for, kill_group_command
 from testbed.guest.result import ExecResult
 
 DEFAULT_MAX_OUTPUT = 64 * 1024
 CONNECT_TIMEOUT_S = 10.0
 MAX_LINGERING = 3
+REAP_TIMEOUT_S = 15.0
+
+Reaper = Callable[[str], Awaitable[object]]
+"""Ends the processes whose environment carries a CLI command's token (`ENV_MARK`)."""
 
 
 class GuestConnectionError(HarnessError):
@@ -67,8 +76,10 @@ class GuestSession:
         dialect: str | Dialect = "debian",
         max_channels: int = 6,
         tunnel: TunnelSource | None = None,
+        reaper: Reaper | None = None,
     ) -> None:
         self.host = host
+        self.reaper = reaper
         self.tunnel = tunnel
         self.port = port
         self.username = username
@@ -79,6 +90,10 @@ class GuestSession:
         self._connect_lock = asyncio.Lock()
         self._channels = asyncio.Semaphore(max_channels)
         self._lingering: list[CommandChannel] = []
+
+    def pin_host_key(self, line: str) -> None:
+        """Pin another host key (one read over a trusted channel, e.g. the serial console)."""
+        self.host_key = asyncssh.import_public_key(line)
 
     async def connect(self, timeout: float = CONNECT_TIMEOUT_S) -> None:
         """(Re)connect if there is no open connection."""
@@ -138,10 +153,11 @@ class GuestSession:
             wrapped = self.dialect.wrap(command, timeout)
             started_at = datetime.now(UTC)
             t0 = time.monotonic()
-            marker = self.dialect.session_marker
-            host_deadline = None if timeout is None else (timeout if marker else timeout + 15)
+            marker, cli = self.dialect.session_marker, self.dialect.cli
+            token = secrets.token_hex(8) if cli else None
+            host_deadline = None if timeout is None else (timeout if marker or cli else timeout + 15)
             try:
-                chan = await self._open_channel(wrapped, max_output, marker)
+                chan = await self._open_channel(wrapped, max_output, marker, token)
                 assert chan.chan is not None
                 if stdin is not None:
                     chan.chan.write(stdin)
@@ -149,7 +165,7 @@ class GuestSession:
                 how = await chan.wait(host_deadline, idle_timeout)
                 background: tuple[dict[str, Any], ...] = ()
                 if how != "exited":
-                    await self._end_command(chan)
+                    await self._end_command(chan, token)
                 else:
                     background = await self._settle(chan)
             except (OSError, asyncssh.Error, ChannelLost) as exc:
@@ -158,7 +174,7 @@ class GuestSession:
             duration = time.monotonic() - t0
             exit_code = chan.exit_status if how == "exited" else None
             timed_out = how != "exited"
-            if not marker and timeout is not None and exit_code in TIMEOUT_STATUSES and duration >= timeout - 0.5:
+            if not (marker or cli) and _guest_timeout(exit_code, timeout, duration):
                 timed_out, exit_code = True, None
             return ExecResult(
                 command=command,
@@ -174,14 +190,18 @@ class GuestSession:
                 idle_timed_out=how == "idle",
             )
 
-    async def _end_command(self, chan: CommandChannel) -> None:
-        """At the deadline: kill the command's process group (over a second channel), give
-        its output a moment to drain, then drop the channel. sshd counts a session until its
-        close completes: wait for it before the channel slot goes to the next command."""
+    async def _end_command(self, chan: CommandChannel, token: str | None) -> None:
+        """At the deadline: kill the command's process group (over a second channel) or, for
+        a CLI login, have the reaper kill what carries its token; give its output a moment
+        to drain, then drop the channel. sshd counts a session until its close completes:
+        wait for it before the channel slot goes to the next command."""
         assert self._conn is not None
         if chan.pid is not None:
             with contextlib.suppress(OSError, asyncssh.Error, TimeoutError):
                 await asyncio.wait_for(self._conn.run(kill_group_command(chan.pid)), 15)
+        elif token is not None and self.reaper is not None:
+            with contextlib.suppress(HarnessError, TimeoutError):
+                await asyncio.wait_for(self.reaper(token), REAP_TIMEOUT_S)
         await chan.drain(5)
         chan.close()
         with contextlib.suppress(TimeoutError):
@@ -223,14 +243,16 @@ class GuestSession:
         out = listed.stdout if isinstance(listed.stdout, str) else (listed.stdout or b"").decode(errors="replace")
         return tuple(parse_members(out))
 
-    async def _open_channel(self, command: str, max_output: int, marker: bool) -> CommandChannel:
-        """Open a channel; a refusal (sshd's session limit racing a closing channel) is
-        retried briefly, since the command has not started."""
+    async def _open_channel(self, command: str, max_output: int, marker: bool, token: str | None) -> CommandChannel:
+        """Open a channel (with the CLI token in its environment, when given); a refusal
+        (sshd's session limit racing a closing channel) is retried briefly, since the
+        command has not started."""
         assert self._conn is not None
+        env: dict[str | bytes, str | bytes] = {ENV_MARK: token} if token is not None else {}
         for attempt in range(4):
             try:
                 session = CommandChannel(max_output, marker)
-                await self._conn.create_session(functools.partial(_same, session), command, encoding=None)
+                await self._conn.create_session(functools.partial(_same, session), command, env=env, encoding=None)
                 return session
             except asyncssh.ChannelOpenError:
                 if attempt == 3:
@@ -255,6 +277,11 @@ class GuestSession:
         if result.stdout_truncated:
             raise HarnessError(f"download of {self.host}:{path}: file larger than {max_bytes} bytes")
         return base64.b64decode(result.stdout)
+
+
+def _guest_timeout(exit_code: int | None, timeout: float | None, duration: float) -> bool:
+    """The guest's `timeout` ended the command (its statuses, at the deadline)."""
+    return timeout is not None and exit_code in TIMEOUT_STATUSES and duration >= timeout - 0.5
 
 
 def _same(session: CommandChannel) -> CommandChannel:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import asyncssh
@@ -28,11 +29,13 @@ from testbed.hypervisor.lab import Lab, check_name_free
 from testbed.hypervisor.labhost import files_of_lab, lab_host_for
 from testbed.hypervisor.labstate import LabState, all_lab_states, find_lab
 from testbed.hypervisor.leases import LeaseStore
+from testbed.hypervisor.linkmap import graph, lab_map, topology_map
 from testbed.hypervisor.reaper import ReapReport, reap
 from testbed.hypervisor.removal import LabRemains, remove_lab
 from testbed.images.store import ImageStore
 from testbed.model.fields import positive_seconds
 from testbed.model.topology import Topology, load_topology, resolve_topology_path
+from testbed.render.netgraph import to_dot, to_svg
 from testbed.runtime import image_catalog, runtime
 from testbed.scheduler.orphans import finish_orphaned_runs
 
@@ -65,7 +68,7 @@ def lab_up(
         check_name_free(settings.labs_dir, name)
     catalog = image_catalog()
     path = resolve_topology_path(topology, project_root())
-    topo = load_topology(path, images=set(catalog), default_image=image, memory_budget_mb=settings.memory_budget_mb)
+    topo = load_topology(path, images=catalog, default_image=image, memory_budget_mb=settings.memory_budget_mb)
     ImageStore(settings.images_dir).require_nodes(topo, catalog, path)
     asyncio.run(_lab_up(settings, topo, name))
 
@@ -91,10 +94,54 @@ async def _lab_up(settings: Settings, topo: Topology, name: str | None) -> None:
         for node in lab.nodes.values():
             data = ", ".join(f"{net}={ip}" for net, ip in node.data_ips.items())
             table.add_row(node.name, node.image.name, node.domain, node.mgmt_ip, data)
+        links = link_table(lab.plan.link_map() if lab.plan else [], f"link map of {lab.name}")
         lab_name = lab.name
         await lab.detach()
     Console().print(table)
+    if links.row_count:
+        Console().print(links)
     Console().print(f"run commands with: testbed lab exec {lab_name} NODE -- COMMAND")
+    Console().print(f"draw the links with: testbed lab graph {lab_name} --out {lab_name}.svg")
+
+
+def link_table(rows: list[tuple[str, str, str, str]], title: str) -> Table:
+    """The link map: one row per data NIC (`-`: a segment's kernel-named NIC, or no address)."""
+    table = Table(title=title)
+    for col in ("network", "node", "interface", "address"):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+@lab_app.command("graph")
+def lab_graph(
+    name: Annotated[str, typer.Argument(help="a lab's name or id, or a topology file or name under topologies/")],
+    out: Annotated[Path | None, typer.Option("--out", help="file to write (default: stdout)")] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="svg or dot (default: from --out's suffix, else svg)")
+    ] = None,
+    image: Annotated[str, typer.Option(help="image for nodes that do not name one (topologies)")] = DEFAULT_IMAGE,
+) -> None:
+    """Write a lab's (or a topology's) link map as SVG or Graphviz dot."""
+    chosen = fmt or ("dot" if out is not None and out.suffix in (".dot", ".gv") else "svg")
+    if chosen not in ("svg", "dot"):
+        raise InputError(None, "--format", f"'{chosen}' is neither svg nor dot")
+    settings = Settings.from_env()
+    catalog = image_catalog()
+    state = find_lab(settings.labs_dir, name)
+    if state is not None:
+        picture = graph(state.name, {n.name: n.image for n in state.nodes.values()}, lab_map(state), catalog)
+    else:
+        path = resolve_topology_path(name, project_root())
+        topo = load_topology(path, images=catalog, default_image=image)
+        picture = graph(topo.name, {n.name: n.image or image for n in topo.nodes}, topology_map(topo), catalog)
+    text = to_dot(picture) if chosen == "dot" else str(to_svg(picture))
+    if out is None:
+        sys.stdout.write(text)
+        return
+    out.write_text(text, encoding="utf-8")
+    Console(stderr=True).print(f"wrote {out}")
 
 
 @lab_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -103,6 +150,9 @@ def lab_exec(
     node: Annotated[str, typer.Argument(help="node name")],
     command: Annotated[list[str], typer.Argument(help="command (after --)")],
     timeout: Annotated[float, typer.Option(help="seconds before the command is ended")] = 120.0,
+    agent: Annotated[
+        bool, typer.Option("--agent", help="as the agent logs in (a router's CLI), not as the harness")
+    ] = False,
 ) -> None:
     """Run COMMAND on NODE; prints its output and exits with its status."""
     settings = Settings.from_env()
@@ -110,18 +160,23 @@ def lab_exec(
     state = _lab_or_fail(settings, name)
     if node not in state.nodes:
         raise InputError(None, "NODE", f"lab '{state.name}' has no node '{node}' (nodes: {', '.join(state.nodes)})")
+    if agent and state.nodes[node].agent_user is None:
+        raise InputError(
+            None, "--agent", f"node '{node}' has no login of the agent's own (its agent logs in as the harness)"
+        )
     text = " ".join(command)
-    code = asyncio.run(_lab_exec(state, node, text, timeout))
+    code = asyncio.run(_lab_exec(state, node, text, timeout, agent))
     raise typer.Exit(code)
 
 
-async def _lab_exec(state: LabState, node: str, command: str, timeout: float) -> int:
+async def _lab_exec(state: LabState, node: str, command: str, timeout: float, agent: bool = False) -> int:
     ns = state.nodes[node]
     key = asyncssh.read_private_key(str(state.client_key_path))
     target = SshTarget.from_uri(state.uri)
     link = HostLink(target) if target is not None else None  # a remote lab host: through its SSH
+    user, dialect = (ns.agent_user or ns.user, ns.agent_dialect or ns.dialect) if agent else (ns.user, ns.dialect)
     session = GuestSession(
-        ns.mgmt_ip, client_key=key, host_key=ns.host_key, username=ns.user, dialect=ns.dialect, tunnel=link
+        ns.mgmt_ip, client_key=key, host_key=ns.host_key, username=user, dialect=dialect, tunnel=link
     )
     try:
         result = await session.exec(command, timeout=timeout)

@@ -11,6 +11,11 @@ a process that died.
 The lab host may be remote (`qemu+ssh://`): where the overlays, seeds and console logs live
 and how guests are reached is the `LabHost`'s business (`testbed.hypervisor.labhost`); the
 lab's files there are all named by its id, so removing them needs no per-file record.
+
+Segments and links are both networks of the lab (a link's NICs named as the topology says,
+`testbed.hypervisor.addressing` and `testbed.hypervisor.nodeprep`); a console-managed node
+is bootstrapped on its serial console once it shows its prompt
+(`testbed.hypervisor.consoleboot`). The nodes themselves are `testbed.hypervisor.node`.
 """
 
 from __future__ import annotations
@@ -19,28 +24,30 @@ import asyncio
 import contextlib
 import fcntl
 import logging
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import asyncssh
 
 from testbed.aio import run_to_completion
 from testbed.config import Settings
-from testbed.errors import GuestLost, HarnessError, InputError
+from testbed.errors import HarnessError, InputError
 from testbed.guest.dialects import dialect_for
 from testbed.guest.readiness import wait_for_serial, wait_for_ssh
-from testbed.guest.result import ExecResult
 from testbed.guest.ssh import GuestSession, generate_key, public_key_line
-from testbed.hypervisor.addressing import AddressPlan, plan_addresses
+from testbed.hypervisor.addressing import AddressPlan, leased_networks, plan_addresses
 from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.console import LibvirtConsole
+from testbed.hypervisor.consoleboot import bootstrap_values, console_bootstrap
 from testbed.hypervisor.guestagent import GuestAgentChannel
 from testbed.hypervisor.hostguard import ensure_host_guard
 from testbed.hypervisor.labhost import LabHost, lab_host_for
 from testbed.hypervisor.labstate import LabState, NodeState, all_lab_states
 from testbed.hypervisor.leases import LabLease, LeaseStore
+from testbed.hypervisor.node import GuestUnreachable, LabNode, agent_session
+from testbed.hypervisor.nodeprep import cloud_init_ethernets, interfaces_for, node_macs, seed_extras
 from testbed.hypervisor.owner import Owner
 from testbed.hypervisor.platform import find_emulator
 from testbed.hypervisor.removal import LabRemains, remove_lab
@@ -59,6 +66,7 @@ from testbed.model.images import ImageDef
 from testbed.model.topology import Topology
 
 log = logging.getLogger(__name__)
+__all__ = ["GuestUnreachable", "KeepConsole", "Lab", "LabNode", "bridge_name", "keep_consoles"]
 
 ProgressFn = Callable[[str, str], None]
 """Called with (node or "lab", event) as provisioning goes."""
@@ -66,86 +74,6 @@ ProgressFn = Callable[[str, str], None]
 KeepConsole = Callable[[str, Path], Awaitable[None]]
 """Called at teardown with (node, console log path) of every node that got a domain, before
 the lab's files are removed (the runner keeps the logs with the run)."""
-
-
-class GuestUnreachable(HarnessError):
-    """The node has no working channel left (the agent cut SSH and the guest agent is gone)."""
-
-
-@dataclass
-class LabNode:
-    """One running guest of a lab; `exec` is Harbor's environment interface.
-
-    `access` is how `exec` reaches the guest: `ssh` (normally), `oob` (the guest agent, after
-    the agent cut SSH: `testbed.runner.lockout`), or `none` (nothing answers; `exec` raises
-    `GuestUnreachable`)."""
-
-    name: str
-    image: ImageDef
-    domain: str
-    mgmt_ip: str
-    data_ips: dict[str, str]
-    console_log: Path
-    session: GuestSession
-    hypervisor: Hypervisor | None = None
-    oob: GuestAgentChannel | None = None
-    access: str = "ssh"
-
-    async def exec(
-        self,
-        command: str,
-        *,
-        timeout: float | None = 120.0,
-        max_output: int = 64 * 1024,
-        stdin: bytes | None = None,
-        idle_timeout: float | None = None,
-    ) -> ExecResult:
-        """Run `command` on the guest. While it runs, the domain is watched: a guest that
-        stops (destroyed, crashed, powered off) raises `GuestLost` within seconds instead of
-        waiting for SSH keepalives to notice. `idle_timeout` ends it after that long
-        without output (SSH only)."""
-        if self.access == "oob" and self.oob is not None:
-            return await self.oob.exec(command, timeout=timeout, max_output=max_output, stdin=stdin)
-        if self.access != "ssh":
-            raise GuestUnreachable(f"{self.name}: unreachable (neither SSH nor the guest agent answers)")
-        work = asyncio.ensure_future(
-            self.session.exec(command, timeout=timeout, max_output=max_output, stdin=stdin, idle_timeout=idle_timeout)
-        )
-        if self.hypervisor is None:
-            return await work
-        watch = asyncio.ensure_future(self._watch_domain())
-        try:
-            done, _ = await asyncio.wait({work, watch}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            watch.cancel()
-        if work in done:
-            return work.result()
-        work.cancel()
-        with contextlib.suppress(asyncio.CancelledError, HarnessError):
-            await work
-        await self.session.close()
-        fault = watch.exception()
-        if fault is not None and not isinstance(fault, GuestLost):
-            raise fault  # libvirt itself failed (not the guest): the harness's error as it is
-        raise GuestLost(f"{self.name}: guest {self.domain} stopped while running a command") from fault
-
-    async def _watch_domain(self, interval: float = 2.0) -> None:
-        """Returns (by raising `GuestLost`) only when the domain is no longer running."""
-        while True:
-            await asyncio.sleep(interval)
-            if not await self.is_running():
-                raise GuestLost(f"{self.name}: domain {self.domain} is not running")
-
-    async def upload(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
-        await self.session.upload(data, path, mode=mode)
-
-    async def download(self, path: str) -> bytes:
-        return await self.session.download(path)
-
-    async def is_running(self) -> bool:
-        if self.hypervisor is None:
-            return True
-        return await self.hypervisor.domain_state(self.domain) == "running"
 
 
 def bridge_name(lab_id: str, network: str) -> str:
@@ -250,7 +178,7 @@ class Lab:
         self.leases.set_owner(self.lab_id, owner)
         for node in self.nodes.values():
             await self.hv.call(_set_domain_owner, self.hv, node.domain, self.metadata_for(node.name, owner))
-        await asyncio.gather(*(n.session.close() for n in self.nodes.values()))
+        await asyncio.gather(*(n.close() for n in self.nodes.values()))
         self.nodes = {}
         self.state = None
         self.lease = None
@@ -271,6 +199,7 @@ class Lab:
                     f"image '{name}' is ready on a serial prompt, which needs a local lab host "
                     f"({self.hv.uri} is remote); run it on a local host",
                 )
+            _check_node_fits(self.topology, node.name, image)
             resolved[node.name] = (image, stored)
         return resolved
 
@@ -300,15 +229,17 @@ class Lab:
         existing_ids = {o.metadata.lab_id for o in owned}
         existing_ids |= {s.lab_id for s in all_lab_states(self.settings.labs_dir)}
         existing_ids |= await self.host.files.lab_ids()
-        leased_nets = [n for n in topo.networks if n.subnet is None]
-        nic_count = sum(1 + sum(1 for net in topo.networks if n.name in net.members) for n in topo.nodes)
+        leased_nets = leased_networks(topo)
+        members = topo.members()
+        nic_count = sum(1 + sum(1 for ms in members.values() if n.name in ms) for n in topo.nodes)
         owner = Owner.current()
         self.lease = await asyncio.to_thread(
             self.leases.acquire,
             owner,
             subnets=1 + len(leased_nets),
             macs=nic_count,
-            reserved_subnets=[n.subnet for n in topo.networks if n.subnet],
+            reserved_subnets=[n.subnet for n in topo.networks if n.subnet]
+            + [lk.subnet for lk in topo.links if lk.subnet],
             exclude_lab_ids=existing_ids,
             exclude_subnets=await self.hv.network_subnets(),
         )
@@ -331,26 +262,20 @@ class Lab:
         )
         self.state.save()
         self.plan = plan = plan_addresses(
-            topo, self.lease.subnets[0], {n.name: s for n, s in zip(leased_nets, self.lease.subnets[1:], strict=True)}
+            topo, self.lease.subnets[0], dict(zip(leased_nets, self.lease.subnets[1:], strict=True))
         )
-        macs = iter(self.lease.macs)
-        node_macs = {
-            node.name: {
-                "mgmt": next(macs),
-                **{net.name: next(macs) for net in topo.networks if node.name in net.members},
-            }
-            for node in topo.nodes
-        }
+        self.state.links = [list(row) for row in plan.link_map()]
+        macs = node_macs(topo, plan, iter(self.lease.macs))
         client_key = generate_key()
         self.state.client_key_path.write_bytes(client_key.export_private_key("openssh"))
         self.state.client_key_path.chmod(0o600)
         self.progress("lab", f"lab {name} ({lab_id}): creating networks")
-        await self._create_networks(plan, node_macs, images)
+        await self._create_networks(plan, macs, images)
         self.progress("lab", "creating overlays and seeds")
         emulator = await self.hv.call(find_emulator, self.hv.conn, self.accel)
         specs = await asyncio.gather(
             *(
-                self._prepare_node(node.name, images[node.name], plan, node_macs[node.name], client_key, emulator)
+                self._prepare_node(node.name, images[node.name], plan, macs[node.name], client_key, emulator)
                 for node in topo.nodes
             )
         )
@@ -381,11 +306,11 @@ class Lab:
         )
         specs = [mgmt] + [
             NetworkSpec(
-                name=f"{prefix}-{net.name}",
-                bridge=bridge_name(self.lab_id, net.name),
+                name=f"{prefix}-{net}",
+                bridge=bridge_name(self.lab_id, net),
                 metadata_xml=self.metadata_for(None),
             )
-            for net in self.topology.networks
+            for net in [*(n.name for n in self.topology.networks), *(str(lk.name) for lk in self.topology.links)]
         ]
         lock_path = self.settings.leases_dir / "networks.lock"
         for spec in specs:
@@ -420,59 +345,10 @@ class Lab:
         host_key = generate_key()
         host_pub = public_key_line(host_key, f"{node_name}@testbed")
         client_pub = public_key_line(client_key, "testbed-harness")
-        interfaces = [
-            InterfaceConfig(
-                mac=macs["mgmt"], address=f"{plan.mgmt[node_name]}/{plan.mgmt_subnet.prefixlen}", name="mgmt"
-            )
-        ]
-        node_routes = plan.routes.get(node_name, [])
-        for net, ip in plan.node_data_ips(node_name).items():
-            interfaces.append(
-                InterfaceConfig(
-                    mac=macs[net],
-                    address=f"{ip}/{plan.data_subnets[net].prefixlen}",
-                    routes=[(dest, gw) for via, dest, gw in node_routes if via == net],
-                    forward=spec_node.forward,
-                    name=net,
-                )
-            )
-        fwcfg: dict[str, str] = {}
-        seed_iso: str | None = None
-        if image.login.provision == "seed":
-            seed_path = lab_dir / f"{node_name}.seed.tar"
-            self.state.files.append(str(seed_path))
-            write_seed(
-                SeedSpec(
-                    hostname=node_name,
-                    authorized_keys=[client_pub],
-                    host_key_private=host_key.export_private_key("openssh").decode(),
-                    host_key_public=host_pub + "\n",
-                    interfaces=interfaces,
-                    hosts=plan.hosts_for(node_name),
-                    forward=spec_node.forward,
-                ),
-                seed_path,
-            )
-            fwcfg[FWCFG_NAME] = await self._on_host(seed_path)
-        elif image.login.provision == "cloud-init":
-            local_iso = await asyncio.to_thread(
-                _cloud_init_seed,
-                lab_dir,
-                node_name,
-                self.lab_id,
-                client_pub,
-                host_key,
-                interfaces,
-                plan.hosts_for(node_name),
-                image.login.user,
-            )
-            self.state.files.append(str(local_iso))
-            seed_iso = await self._on_host(local_iso)
+        interfaces = interfaces_for(self.topology, plan, node_name, image, macs)
+        fwcfg, seed_iso = await self._seed(node_name, image, plan, interfaces, host_key, client_pub)
         domain = f"{prefix}-{node_name}"
         console_log = files.console_log(lab_dir, self.lab_id, node_name)
-        nics = [Nic(f"{prefix}-mgmt", macs["mgmt"])] + [
-            Nic(f"{prefix}-{net}", macs[net]) for net in plan.node_data_ips(node_name)
-        ]
         spec = DomainSpec(
             name=domain,
             lab_name=self.state.name,
@@ -483,7 +359,7 @@ class Lab:
             disk=overlay,
             console_log=console_log,
             metadata_xml=self.metadata_for(node_name),
-            nics=nics,
+            nics=[Nic(f"{prefix}-{net}", macs[net]) for net in ["mgmt", *(i.network for i in plan.ifaces[node_name])]],
             emulator=emulator,
             firmware=image.boot.firmware,
             nvram=files.nvram(lab_dir, self.lab_id, node_name) if image.boot.firmware == "uefi" else None,
@@ -496,18 +372,7 @@ class Lab:
             disk_bus=image.boot.disk_bus,
             nic_model=image.boot.nic_model,
         )
-        state = NodeState(
-            name=node_name,
-            image=image.name,
-            domain=domain,
-            mgmt_ip=plan.mgmt[node_name],
-            host_key=host_pub,
-            user=image.login.user,
-            dialect=image.dialect,
-            readiness=image.readiness.method,
-            data_ips=plan.node_data_ips(node_name),
-            console_log=console_log,
-        )
+        state = _node_state(node_name, image, domain, plan, host_pub, console_log, macs["mgmt"])
         session = GuestSession(
             plan.mgmt[node_name],
             client_key=client_key,
@@ -517,6 +382,56 @@ class Lab:
             tunnel=self.host.link,
         )
         return spec, state, session
+
+    async def _seed(
+        self,
+        node_name: str,
+        image: ImageDef,
+        plan: AddressPlan,
+        interfaces: list[InterfaceConfig],
+        host_key: asyncssh.SSHKey,
+        client_pub: str,
+    ) -> tuple[dict[str, str], str | None]:
+        """Write the node's seed (testbed's fw_cfg tar or a NoCloud ISO) among the lab's
+        files; the domain's fw_cfg entries and ISO path. A console-managed image gets none."""
+        assert self.state is not None
+        lab_dir = Path(self.state.directory)
+        fwcfg: dict[str, str] = {}
+        if image.login.provision == "seed":
+            seed_path = lab_dir / f"{node_name}.seed.tar"
+            self.state.files.append(str(seed_path))
+            files, firstboot = seed_extras(self.topology, plan, node_name, image, client_pub)
+            write_seed(
+                SeedSpec(
+                    hostname=node_name,
+                    authorized_keys=[client_pub],
+                    host_key_private=host_key.export_private_key("openssh").decode(),
+                    host_key_public=public_key_line(host_key, f"{node_name}@testbed") + "\n",
+                    interfaces=interfaces,
+                    hosts=plan.hosts_for(node_name),
+                    forward=self.topology.node(node_name).forward,
+                    files=files,
+                    firstboot=firstboot,
+                ),
+                seed_path,
+            )
+            fwcfg[FWCFG_NAME] = await self._on_host(seed_path)
+            return fwcfg, None
+        if image.login.provision == "cloud-init":
+            local_iso = await asyncio.to_thread(
+                _cloud_init_seed,
+                lab_dir,
+                node_name,
+                self.lab_id,
+                client_pub,
+                host_key,
+                interfaces,
+                plan.hosts_for(node_name),
+                image.login.user,
+            )
+            self.state.files.append(str(local_iso))
+            return fwcfg, await self._on_host(local_iso)
+        return fwcfg, None
 
     async def _on_host(self, local: Path) -> str:
         """The path of lab file `local` on the lab host (uploaded there when remote)."""
@@ -543,6 +458,14 @@ class Lab:
             session=session,
             hypervisor=self.hv,
             oob=GuestAgentChannel(self.hv, spec.name, dialect_for(image.dialect).shell) if spec.guest_agent else None,
+            agent_session=agent_session(
+                image,
+                node_state.mgmt_ip,
+                client_key=session.client_key,
+                host_key=node_state.host_key,
+                harness=session,
+                tunnel=self.host.link,
+            ),
         )
         self.nodes[node.name] = node
         gate = self.boot_gate or contextlib.nullcontext()
@@ -551,21 +474,55 @@ class Lab:
             await self.hv.create_domain(render_domain(spec), autodestroy=self.autodestroy)
         self.progress(node.name, f"waiting for {image.readiness.method}")
         try:
-            if image.readiness.method == "ssh":
-                waited = await wait_for_ssh(
-                    session, timeout=image.readiness.timeout_s, alive=node.is_running, name=node.name
-                )
-            else:
-                waited = await wait_for_serial(
-                    node.console_log,
-                    image.readiness.prompt,
-                    timeout=image.readiness.timeout_s,
-                    alive=node.is_running,
-                    name=node.name,
-                )
+            waited = await self._wait_ready(node, node_state)
         except HarnessError as exc:
             raise type(exc)(f"{exc}; {self._console_hint(node)}") from exc
         self.progress(node.name, f"ready after {waited:.1f} s")
+
+    async def _wait_ready(self, node: LabNode, node_state: NodeState) -> float:
+        """Wait for SSH, or for the serial prompt (then, on a console-managed device, its
+        console bootstrap and SSH); the seconds it took."""
+        image = node.image
+        if image.readiness.method == "ssh":
+            return await wait_for_ssh(
+                node.session, timeout=image.readiness.timeout_s, alive=node.is_running, name=node.name
+            )
+        waited = await wait_for_serial(
+            node.console_log,
+            image.readiness.prompt,
+            timeout=image.readiness.timeout_s,
+            alive=node.is_running,
+            name=node.name,
+        )
+        if not image.console_managed:
+            return waited
+        assert image.console is not None and self.plan is not None
+        t0 = time.monotonic()
+        self.progress(node.name, "console bootstrap")
+        values = bootstrap_values(
+            hostname=node.name,
+            mgmt_ip=node.mgmt_ip,
+            mgmt_subnet=self.plan.mgmt_subnet,
+            mgmt_mac=node_state.mgmt_mac,
+            host_ip=self.plan.host_ip,
+            public_key=public_key_line(node.session.client_key, "testbed-harness"),
+        )
+        stream = await LibvirtConsole.open(self.hv, node.domain)
+        done = await console_bootstrap(stream, image.console, values, node.name)
+        if done.channel is not None:
+            node.console, node.access = done.channel, "console"
+            return waited + time.monotonic() - t0
+        assert done.host_key is not None
+        for session in (node.session, node.agent_session):
+            if session is not None:
+                session.pin_host_key(done.host_key)
+        node_state.host_key = done.host_key
+        assert self.state is not None
+        self.state.save()
+        self.progress(node.name, "waiting for ssh")
+        left = max(30.0, image.readiness.timeout_s - waited)
+        await wait_for_ssh(node.session, timeout=left, alive=node.is_running, name=node.name)
+        return waited + time.monotonic() - t0
 
     def _console_hint(self, node: LabNode) -> str:
         """Where the console log of a node that failed to come up can be read afterwards,
@@ -583,7 +540,7 @@ class Lab:
 
     # -- teardown ---------------------------------------------------------------------
     async def _teardown(self) -> None:
-        await asyncio.gather(*(n.session.close() for n in self.nodes.values()), return_exceptions=True)
+        await asyncio.gather(*(n.close() for n in self.nodes.values()), return_exceptions=True)
         self.nodes = {}
         state, lease = self.state, self.lease
         errors: list[str] = []
@@ -617,6 +574,40 @@ async def keep_consoles(state: LabState, keep: KeepConsole | None) -> None:
             log.exception("could not keep the console log of %s", node.name)
 
 
+def _node_state(
+    node: str, image: ImageDef, domain: str, plan: AddressPlan, host_pub: str, console_log: str, mgmt_mac: str
+) -> NodeState:
+    """The lab record of one node (what `testbed lab exec` and the reaper read back)."""
+    agent = image.login.agent
+    return NodeState(
+        name=node,
+        image=image.name,
+        domain=domain,
+        mgmt_ip=plan.mgmt[node],
+        host_key=host_pub,
+        user=image.login.user,
+        dialect=image.dialect,
+        readiness=image.readiness.method,
+        data_ips=plan.node_data_ips(node),
+        console_log=console_log,
+        agent_user=agent.user if agent else None,
+        agent_dialect=agent.dialect if agent else None,
+        mgmt_mac=mgmt_mac,
+    )
+
+
+def _check_node_fits(topology: Topology, node: str, image: ImageDef) -> None:
+    """What a topology validated against image names alone could not check: the node's NIC
+    count and a starting router configuration fit its image."""
+    nics = 1 + sum(1 for members in topology.members().values() if node in members)
+    if nics > image.max_nics:
+        raise InputError(
+            None, f"nodes[{node}]", f"{nics} NICs (management included); image '{image.name}' can have {image.max_nics}"
+        )
+    if topology.node(node).router is not None and not (image.device and image.device.config_file):
+        raise InputError(None, f"nodes[{node}].router", f"image '{image.name}' takes no starting router configuration")
+
+
 def _set_domain_owner(hv: Hypervisor, domain: str, metadata_xml: str) -> None:
     import libvirt
 
@@ -640,16 +631,7 @@ def _cloud_init_seed(
 ) -> Path:
     from testbed.images.cloudinit import make_nocloud_seed
 
-    ethernets: dict[str, Any] = {}
-    for i, iface in enumerate(interfaces):
-        entry: dict[str, Any] = {"match": {"macaddress": iface.mac}, "set-name": f"eth{i}"}
-        if iface.address:
-            entry["addresses"] = [iface.address]
-        else:
-            entry["dhcp4"] = True
-        if iface.routes:
-            entry["routes"] = [{"to": d, "via": g} for d, g in iface.routes]
-        ethernets[f"eth{i}"] = entry
+    ethernets = cloud_init_ethernets(interfaces)
     host_priv = host_key.export_private_key("openssh").decode()
     host_pub = public_key_line(host_key)
     return make_nocloud_seed(

@@ -29,6 +29,9 @@ class NodeState:
     readiness: str
     data_ips: dict[str, str] = field(default_factory=dict)
     console_log: str = ""
+    agent_user: str | None = None  # the agent's own login (a network CLI), when it has one
+    agent_dialect: str | None = None
+    mgmt_mac: str = ""
 
 
 @dataclass
@@ -48,6 +51,7 @@ class LabState:
     files: list[str] = field(default_factory=list)
     nodes: dict[str, NodeState] = field(default_factory=dict)
     host_cache: str | None = None  # remote lab host: its image cache (lab files under /labs)
+    links: list[list[str]] = field(default_factory=list)  # the link map: [network, node, ifname, address]
 
     @property
     def path(self) -> Path:

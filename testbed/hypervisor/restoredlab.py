@@ -21,6 +21,7 @@ from testbed.hypervisor.guestagent import GuestAgentChannel
 from testbed.hypervisor.hostguard import ensure_host_guard
 from testbed.hypervisor.lab import KeepConsole, LabNode, keep_consoles
 from testbed.hypervisor.labstate import LabState
+from testbed.hypervisor.node import agent_session
 from testbed.hypervisor.owner import Owner
 from testbed.hypervisor.removal import LabRemains, remove_lab
 from testbed.hypervisor.savedstate import new_session, reconnect, replace_metadata, restore_domains
@@ -127,16 +128,20 @@ class RestoredLab:
         await restore_domains(self.hv, self.store, meta, {n: self._metadata(n) for n in meta.nodes})
         self.timings["memory_s"] = time.monotonic() - t0
         for node in meta.nodes.values():
+            image, session = self.catalog[node.image], new_session(node, client_key)
             self.nodes[node.name] = LabNode(
                 name=node.name,
-                image=self.catalog[node.image],
+                image=image,
                 domain=node.domain,
                 mgmt_ip=node.mgmt_ip,
                 data_ips=node.data_ips,
                 console_log=lab_dir / f"{node.name}.console.log",
-                session=new_session(node, client_key),
+                session=session,
                 hypervisor=self.hv,
                 oob=GuestAgentChannel(self.hv, node.domain, dialect_for(node.dialect).shell),
+                agent_session=agent_session(
+                    image, node.mgmt_ip, client_key=client_key, host_key=node.host_key, harness=session
+                ),
             )
         t0 = time.monotonic()
         await reconnect(self.nodes)

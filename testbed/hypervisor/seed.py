@@ -3,7 +3,21 @@
 The image's `testbed-seed.service` unpacks it over `/` early at boot (once per distinct
 seed). It carries the hostname, /etc/hosts (so lab nodes resolve each other by name on
 their data segments), the SSH host key the harness pins, root's authorized_keys, and
-systemd-networkd files that match NICs by MAC (static addresses, routes, forwarding).
+systemd-networkd files that match NICs by MAC (static addresses, routes, forwarding; a
+NIC with no address and `dhcp` False is only brought up).
+
+Interface names (links: the names written in the topology): a `.link` file per named NIC
+(`[Match] PermanentMACAddress=`, `[Link] Name=`) names it at every boot through udev, and
+on the first boot — when the seed is unpacked after udev may already have seen the NICs —
+`/etc/testbed/firstboot.sh` (which testbed-seed runs right after unpacking a new seed,
+before systemd-networkd starts) renames each NIC found by MAC in `/etc/testbed/ifnames`
+(`MAC NAME` lines), waiting up to 30 s for NICs still being probed; on ifupdown images it
+then rewrites the interfaces.d stanzas under the new names. The NIC order of the domain
+(`testbed.hypervisor.addressing.nic_order`) makes every rename collision-free.
+
+`files` adds further files (a router's starting configuration, another login's
+authorized_keys); `firstboot` adds shell lines run after the renames (ownership of those
+files, for instance).
 """
 
 from __future__ import annotations
@@ -25,6 +39,8 @@ class InterfaceConfig:
     routes: list[tuple[str, str]] = field(default_factory=list)  # (destination CIDR, gateway)
     forward: bool = False
     name: str = ""
+    ifname: str | None = None  # the name the guest must give this NIC (None: the kernel's)
+    dhcp: bool = True  # without an address: DHCP, or (False) only bring the link up
 
 
 @dataclass(frozen=True)
@@ -36,6 +52,8 @@ class SeedSpec:
     interfaces: list[InterfaceConfig]
     hosts: dict[str, str]  # name -> address, written to /etc/hosts
     forward: bool = False
+    files: dict[str, tuple[bytes, int]] = field(default_factory=dict)  # path (relative) -> (content, mode)
+    firstboot: list[str] = field(default_factory=list)
 
 
 def networkd_unit(index: int, iface: InterfaceConfig) -> str:
@@ -43,8 +61,10 @@ def networkd_unit(index: int, iface: InterfaceConfig) -> str:
     lines = ["[Match]", f"MACAddress={iface.mac}", "", "[Network]"]
     if iface.address:
         lines.append(f"Address={iface.address}")
-    else:
+    elif iface.dhcp:
         lines.append("DHCP=ipv4")
+    else:
+        lines.append("ConfigureWithoutCarrier=yes")
     lines.append("LinkLocalAddressing=no")
     lines.append("IPv6AcceptRA=no")
     if iface.forward:
@@ -52,6 +72,58 @@ def networkd_unit(index: int, iface: InterfaceConfig) -> str:
     for dest, gateway in iface.routes:
         lines += ["", "[Route]", f"Destination={dest}", f"Gateway={gateway}"]
     return "\n".join(lines) + "\n"
+
+
+def link_unit(iface: InterfaceConfig) -> str:
+    """A systemd .link file that names one NIC by its permanent MAC (see module docstring)."""
+    return f"[Match]\nPermanentMACAddress={iface.mac}\n\n[Link]\nName={iface.ifname}\n"
+
+
+RENAME_SCRIPT = r"""#!/bin/sh
+# written by testbed: give the NICs listed in /etc/testbed/ifnames (MAC NAME) their names
+# now; udev does it from /etc/systemd/network/*-testbed-*.link at later boots.
+# (TESTBED_PATH, TESTBED_SYS_NET and TESTBED_IFNAMES: tests run it against a tree of their own.)
+PATH=${TESTBED_PATH:-/usr/sbin:/usr/bin:/sbin:/bin}
+sysnet=${TESTBED_SYS_NET:-/sys/class/net}
+ifnames=${TESTBED_IFNAMES:-/etc/testbed/ifnames}
+tries=0
+while :; do
+    pending=0
+    while read -r mac name; do
+        [ -n "$mac" ] || continue
+        cur=
+        for dev in "$sysnet"/*; do
+            [ "$(cat "$dev/address" 2>/dev/null)" = "$mac" ] && cur=${dev##*/}
+        done
+        if [ -z "$cur" ]; then
+            pending=1
+        elif [ "$cur" != "$name" ]; then
+            ip link set dev "$cur" down 2>/dev/null
+            ip link set dev "$cur" name "$name" 2>/dev/null || pending=1
+        fi
+    done < "$ifnames"
+    [ "$pending" = 0 ] && break
+    tries=$((tries + 1))
+    if [ "$tries" -ge 30 ]; then
+        echo "testbed firstboot: not every NIC of /etc/testbed/ifnames could be named" >&2
+        break
+    fi
+    sleep 1
+done
+if [ -x /usr/local/sbin/testbed-seed-ifupdown ]; then
+    rm -f /etc/network/interfaces.d/testbed-*
+    /usr/local/sbin/testbed-seed-ifupdown
+fi
+"""
+
+
+def firstboot_script(spec: SeedSpec) -> str | None:
+    """`/etc/testbed/firstboot.sh`: the renames (when a NIC is named), then `firstboot`."""
+    named = [i for i in spec.interfaces if i.ifname]
+    if not named and not spec.firstboot:
+        return None
+    text = RENAME_SCRIPT if named else "#!/bin/sh\n# written by testbed\n"
+    return text + "".join(f"{line}\n" for line in spec.firstboot)
 
 
 def hosts_file(hostname: str, hosts: dict[str, str]) -> str:
@@ -76,8 +148,18 @@ def seed_files(spec: SeedSpec) -> dict[str, tuple[bytes, int]]:
             networkd_unit(index, iface).encode(),
             0o644,
         )
+    named = [i for i in spec.interfaces if i.ifname]
+    for iface in named:
+        files[f"etc/systemd/network/10-testbed-{iface.ifname}.link"] = (link_unit(iface).encode(), 0o644)
+    if named:
+        lines = "".join(f"{i.mac.lower()} {i.ifname}\n" for i in named)
+        files["etc/testbed/ifnames"] = (lines.encode(), 0o644)
+    script = firstboot_script(spec)
+    if script is not None:
+        files["etc/testbed/firstboot.sh"] = (script.encode(), 0o755)
     if spec.forward:
         files["etc/sysctl.d/60-testbed-forward.conf"] = (b"net.ipv4.ip_forward = 1\n", 0o644)
+    files.update(spec.files)
     return files
 
 

@@ -1,7 +1,8 @@
 """Local image builds of `debootstrap` recipes, without loop mounts.
 
 Steps: bootstrap (mmdebstrap, `testbed.images.bootstrap`) → guest files → configure
-(`guestfiles/configure.sh` in a chroot) → disk → convert (`qemu-img convert` to qcow2).
+(`guestfiles/configure.sh` in a chroot) → the recipe's own customize scripts (in the same
+chroot, `sh -eu`) → disk → convert (`qemu-img convert` to qcow2).
 `boot.mode: kernel` images are one ext4 file system (`mkfs.ext4 -d`) with the kernel and
 initrd cached beside the disk; `boot.mode: disk` images are a partitioned disk with GRUB for
 BIOS and UEFI (`testbed.images.disk`).
@@ -49,9 +50,13 @@ def _guest_file(name: str) -> bytes:
 
 def recipe_inputs(image: ImageDef) -> dict[str, Any]:
     """What a build's disk is made from (the image's name and firmware are not part of it)."""
+    source = image.source.model_dump(mode="json")
+    scripts = source.pop("customize", []) + source.pop("extra_customize", [])
+    if scripts:  # absent when empty, so recipes without scripts keep their keys
+        source["scripts"] = scripts
     inputs: dict[str, Any] = {
         "os": image.os.model_dump(mode="json"),
-        "source": image.source.model_dump(mode="json"),
+        "source": source,
         "init": image.init,
         "provision": image.login.provision,
         "boot_mode": image.boot.mode,
@@ -155,6 +160,7 @@ async def _build_into(
     }
     await run_logged(["chroot", str(rootfs), "/bin/sh", "/root/testbed-configure.sh"], "configure", progress, env=env)
     (rootfs / "root" / "testbed-configure.sh").unlink()
+    await _customize(rootfs, source.scripts, env, progress)
     raw = staging / "disk.raw"
     kernel: str | None = None
     initrd: str | None = None
@@ -184,6 +190,22 @@ async def _build_into(
         initrd=initrd,
     )
     return store.commit(staging, manifest)
+
+
+async def _customize(rootfs: Path, scripts: list[str], env: dict[str, str], progress: ProgressFn | None) -> None:
+    """Run the recipe's customize scripts in the tree's chroot, one after another."""
+    script = rootfs / "root" / "testbed-customize.sh"
+    for index, text in enumerate(scripts, start=1):
+        _write(script, text.encode())
+        try:
+            await run_logged(
+                ["chroot", str(rootfs), "/bin/sh", "-eu", "/root/testbed-customize.sh"],
+                f"customize {index}/{len(scripts)}",
+                progress,
+                env=env,
+            )
+        finally:
+            script.unlink(missing_ok=True)
 
 
 def _write(path: Path, data: bytes, mode: int = 0o644) -> None:

@@ -4,7 +4,10 @@ An image says where its disk comes from (a debootstrap recipe built locally, a p
 with its checksum, or a path the user supplies with `testbed image import`), how it boots
 (kernel or the disk's own bootloader, BIOS or UEFI, the x86-64 level its CPU must offer),
 how the harness gets its key in, how readiness is detected, which command dialect its probes
-use and which service manager runs its services (`init`).
+use and which service manager runs its services (`init`). Network devices also say how the
+agent logs in when that differs from the harness (`login.agent`), how the device is operated
+(`device`: save, reboot, configuration file) and, for images with no SSH until configured,
+how testbed drives their serial console (`console`); see `testbed.model.device`.
 
 Inheritance: `extends: NAME` starts from `images/bases/NAME.yaml` (a partial definition that
 is not itself an image) or, failing that, from the catalog image `images/NAME.yaml`, then
@@ -24,12 +27,16 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from testbed.errors import InputError
+from testbed.model.device import AgentLogin, ConsoleSpec, DeviceOps
 from testbed.model.fields import MAX_SECONDS, Int
 from testbed.model.loading import read_yaml, validate
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{0,39}$")
 BASES_DIR = "bases"
 CpuLevel = Literal["v1", "v2", "v3"]
+MAX_NICS = 24
+"""NICs a testbed domain can carry (the i440fx PCI bus has 32 slots; the host bridge, the
+PIIX chipset, the disk, virtio-serial and the RNG take five, the rest leaves headroom)."""
 InitSystem = Literal["systemd", "openrc", "other"]
 
 
@@ -49,7 +56,10 @@ class DebootstrapSource(_Strict):
     images are a partitioned disk with GRUB for BIOS and UEFI (see `testbed.images.disk`).
 
     Installed packages: `packages` + `extra_packages` + `kernel_package`, minus `exclude`
-    (a build fails if a dependency pulls an excluded package in)."""
+    (a build fails if a dependency pulls an excluded package in). `customize` +
+    `extra_customize`: shell scripts (`sh -eu`) run in the built tree's chroot after
+    testbed's own configuration, in that order (a variant adds to an inherited list with
+    `extra_customize`, as with packages)."""
 
     type: Literal["debootstrap"]
     suite: str
@@ -60,6 +70,13 @@ class DebootstrapSource(_Strict):
     exclude: list[str] = []
     disk_mb: Int = Field(default=3072, ge=512, le=2**21)
     kernel_package: str = "linux-image-cloud-amd64"
+    customize: list[str] = []
+    extra_customize: list[str] = []
+
+    @property
+    def scripts(self) -> list[str]:
+        """The customize scripts in the order they run."""
+        return [*self.customize, *self.extra_customize]
 
     @property
     def install(self) -> list[str]:
@@ -121,10 +138,12 @@ class Boot(_Strict):
 class Login(_Strict):
     """`seed`: testbed's own seed (a tar passed through QEMU fw_cfg) is read at boot by the
     image's `testbed-seed` service; `cloud-init`: a NoCloud ISO is attached per node;
-    `none`: the image has no way in (readiness by serial only)."""
+    `none`: the image has no way in until its `console` bootstrap runs (readiness by serial).
+    `user` is the harness's login; `agent` the agent's where it differs (a network CLI)."""
 
     user: str = "root"
     provision: Literal["seed", "cloud-init", "none"] = "cloud-init"
+    agent: AgentLogin | None = None
 
 
 class Readiness(_Strict):
@@ -149,10 +168,25 @@ class ImageDef(_Strict):
     boot: Boot = Boot()
     login: Login = Login()
     readiness: Readiness = Readiness()
-    dialect: Literal["debian", "rhel", "alpine", "vyos", "openwrt", "opnsense", "sonic"]
+    dialect: Literal["debian", "rhel", "alpine", "frr", "vyos", "openwrt", "opnsense", "sonic"]
     init: InitSystem = "systemd"
     cpu_level: CpuLevel = "v1"
     min_memory_mb: Int = Field(default=256, ge=64, le=2**20)
+    max_nics: int = Field(default=MAX_NICS, ge=1, le=MAX_NICS)
+    """NICs a node of this image can have, the management NIC included."""
+    device: DeviceOps | None = None
+    console: ConsoleSpec | None = None
+
+    @model_validator(mode="after")
+    def _console_managed(self) -> ImageDef:
+        if self.login.provision == "none" and self.console is not None and self.readiness.method != "serial":
+            raise ValueError("a console-managed image (login.provision: none) is ready on a serial prompt")
+        return self
+
+    @property
+    def console_managed(self) -> bool:
+        """testbed logs in on the serial console and bootstraps the device there."""
+        return self.login.provision == "none" and self.console is not None
 
     @field_validator("name")
     @classmethod

@@ -45,6 +45,7 @@ task.toml:
     packages = []
     users = []
     ports = [80]
+    router = ["router ospf*"]         # router configuration (testbed.analysis.residue.router)
 
     [oracle]                          # the reference solution
     node = "node"
@@ -205,6 +206,7 @@ class Expected(_Strict):
     packages: list[str] = []
     users: list[str] = []
     ports: list[Port] = []  # "{{ port }}" renders to the drawn integer
+    router: list[str] = []  # globs over running-configuration paths (`block > line`)
 
 
 class Oracle(_Strict):

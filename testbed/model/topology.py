@@ -1,8 +1,10 @@
 """Topology definitions (`topologies/NAME.yaml`).
 
-A topology lists nodes (image, vcpus, memory, optional IP forwarding and static routes) and
-L2 data segments (member nodes, optional subnet and addresses). Every node also gets a NIC on
-the run's implicit management network, which is not declared here.
+A topology lists nodes (image, vcpus, memory, optional IP forwarding and static routes, a
+router's starting configuration), L2 data segments (member nodes, optional subnet and
+addresses) and links as people write them (`links`: endpoints `node:ifname`, a subnet;
+`testbed.model.links`). Every node also gets a NIC on the run's implicit management
+network, which is not declared here. A route's `to` names a segment or a link.
 
 Bridge names are `tb<labid5>-<network>` and must fit Linux's 15 characters, so a network
 name is at most `MAX_NETWORK_NAME` characters. Subnets not given are leased per run from the
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +24,43 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from testbed.errors import InputError
 from testbed.model.egress import EgressSpec
 from testbed.model.fields import Int
+from testbed.model.images import MAX_NICS, ImageDef
+from testbed.model.links import (
+    BRIDGE_PREFIX_LEN,
+    LAB_ID_LEN,
+    MAX_NETWORK_NAME,
+    NETWORK_NAME_RE,
+    RESERVED_NETWORK_NAMES,
+    LinkSpec,
+    check_links,
+    default_link_names,
+    ipv4_subnet,
+    network_name,
+    resolve_endpoints,
+    split_endpoint,
+)
 from testbed.model.loading import read_yaml, validate
+from testbed.model.router import RouterSpec, check_router
 
 NODE_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
-NETWORK_NAME_RE = re.compile(r"^[a-z][a-z0-9]*$")
-LAB_ID_LEN = 5
-BRIDGE_PREFIX_LEN = len("tb") + LAB_ID_LEN + len("-")
-MAX_NETWORK_NAME = 15 - BRIDGE_PREFIX_LEN
-RESERVED_NETWORK_NAMES = frozenset({"mgmt"})
 MAX_NODE_MEMORY_MB = 2**20
 """Most memory one node may ask for (1 TiB)."""
+__all__ = [
+    "BRIDGE_PREFIX_LEN",
+    "LAB_ID_LEN",
+    "MAX_NETWORK_NAME",
+    "MAX_NODE_MEMORY_MB",
+    "NETWORK_NAME_RE",
+    "RESERVED_NETWORK_NAMES",
+    "LinkSpec",
+    "NetworkSpec",
+    "NodeSpec",
+    "Route",
+    "Topology",
+    "load_topology",
+    "resolve_topology_path",
+    "topology_from_data",
+]
 
 
 class _Strict(BaseModel):
@@ -51,6 +81,7 @@ class NodeSpec(_Strict):
     memory: Int = Field(default=640, ge=128, le=MAX_NODE_MEMORY_MB, description="MiB")
     forward: bool = False
     routes: list[Route] = []
+    router: RouterSpec | None = None
 
     @field_validator("name")
     @classmethod
@@ -72,30 +103,12 @@ class NetworkSpec(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not NETWORK_NAME_RE.match(value):
-            raise ValueError(f"'{value}' is not a valid network name (lowercase letters and digits)")
-        if len(value) > MAX_NETWORK_NAME:
-            raise ValueError(
-                f"'{value}' is too long for a bridge: bridge names are "
-                f"tb<lab-id>-<network> and Linux allows 15 characters, so a network name "
-                f"may have at most {MAX_NETWORK_NAME} characters"
-            )
-        if value in RESERVED_NETWORK_NAMES:
-            raise ValueError(f"'{value}' is reserved for the management network")
-        return value
+        return network_name(value)
 
     @field_validator("subnet")
     @classmethod
     def _subnet(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            net = ipaddress.IPv4Network(value, strict=True)
-        except ValueError as exc:
-            raise ValueError(f"'{value}' is not an IPv4 subnet: {exc}") from exc
-        if net.prefixlen > 29:
-            raise ValueError(f"'{value}' is too small (at most /29)")
-        return str(net)
+        return ipv4_subnet(value, 29, "is too small")
 
     @model_validator(mode="after")
     def _members_and_addresses(self) -> NetworkSpec:
@@ -124,7 +137,26 @@ class Topology(_Strict):
     description: str = ""
     nodes: list[NodeSpec] = Field(min_length=1)
     networks: list[NetworkSpec] = []
+    links: list[LinkSpec] = []
     egress: EgressSpec | None = None  # see testbed.model.egress; a task's or job's overrides it
+
+    @model_validator(mode="before")
+    @classmethod
+    def _link_names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("links"), list):
+            data = dict(data)
+            data["links"] = [dict(x) if isinstance(x, dict) else x for x in data["links"]]
+            nets = data.get("networks")
+            taken = {str(n.get("name")) for n in nets if isinstance(n, dict)} if isinstance(nets, list) else set()
+            default_link_names(data["links"], taken)
+        return data
+
+    def members(self) -> dict[str, list[str]]:
+        """Segment or link name -> its nodes (link endpoints' nodes, in endpoint order)."""
+        out = {n.name: list(n.members) for n in self.networks}
+        for link in self.links:
+            out[str(link.name)] = [split_endpoint(e)[0] for e in link.endpoints]
+        return out
 
     def node(self, name: str) -> NodeSpec:
         for node in self.nodes:
@@ -143,9 +175,9 @@ class Topology(_Strict):
         dup = _first_duplicate(names)
         if dup:
             raise ValueError(f"duplicate node name '{dup}'")
-        dup = _first_duplicate([n.name for n in self.networks])
+        dup = _first_duplicate([n.name for n in self.networks] + [str(link.name) for link in self.links])
         if dup:
-            raise ValueError(f"duplicate network name '{dup}'")
+            raise ValueError(f"duplicate network name '{dup}' (segments and links share one namespace)")
         known_images: set[str] | None = ctx.get("images")
         default_image: str | None = ctx.get("default_image")
         for node in self.nodes:
@@ -166,14 +198,14 @@ class Topology(_Strict):
             for name_b, b in subnets[i + 1 :]:
                 if a.overlaps(b):
                     raise ValueError(f"subnets of networks '{name_a}' ({a}) and '{name_b}' ({b}) overlap")
-        net_by_name = {n.name: n for n in self.networks}
+        members = self.members()
         for node in self.nodes:
             for route in node.routes:
-                if route.to not in net_by_name:
+                if route.to not in members:
                     raise ValueError(f"node '{node.name}': route to undefined network '{route.to}'")
                 if route.via not in node_set:
                     raise ValueError(f"node '{node.name}': route via undefined node '{route.via}'")
-                shared = [n.name for n in self.networks if node.name in n.members and route.via in n.members]
+                shared = [n for n, ms in members.items() if node.name in ms and route.via in ms]
                 if not shared:
                     raise ValueError(f"node '{node.name}': route via '{route.via}', which shares no network with it")
                 if not self.node(route.via).forward:
@@ -196,10 +228,15 @@ def _first_duplicate(items: list[str]) -> str | None:
     return None
 
 
+ImageSet = set[str] | Mapping[str, ImageDef]
+"""Known images: names, or the catalog itself (then each image's NIC limit and whether it
+takes a starting router configuration are checked too)."""
+
+
 def load_topology(
     path: Path,
     *,
-    images: set[str] | None = None,
+    images: ImageSet | None = None,
     default_image: str | None = None,
     memory_budget_mb: int | None = None,
 ) -> Topology:
@@ -217,7 +254,7 @@ def topology_from_data(
     data: dict[str, Any],
     path: Path,
     *,
-    images: set[str] | None = None,
+    images: ImageSet | None = None,
     default_image: str | None = None,
     memory_budget_mb: int | None = None,
     prefix: str = "",
@@ -226,12 +263,22 @@ def topology_from_data(
     are then named after `prefix`, `topology.nodes[web].memory`)."""
     data = dict(data)
     data.setdefault("name", path.stem)
-    context = {"images": images, "default_image": default_image, "memory_budget_mb": memory_budget_mb}
+    names = set(images) if images is not None else None
+    context = {"images": names, "default_image": default_image, "memory_budget_mb": memory_budget_mb}
     topo = validate(Topology, data, path, context=context, prefix=prefix)
     if default_image:
         topo = topo.model_copy(
             update={"nodes": [n.model_copy(update={"image": n.image or default_image}) for n in topo.nodes]}
         )
+    catalog = images if isinstance(images, Mapping) else None
+    limits = {name: image.max_nics for name, image in catalog.items()} if catalog is not None else None
+    check_links(topo, path, limits, MAX_NICS)
+    configurable = (
+        {name: bool(image.device and image.device.config_file) for name, image in catalog.items()}
+        if catalog is not None
+        else None
+    )
+    check_router(topo, path, resolve_endpoints(topo.links), configurable)
     return topo
 
 

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from testbed.probes.routerdiff import router_collections
+
 Record = dict[str, Any]
 Collections = dict[str, dict[str, Record]]
 
@@ -318,6 +320,7 @@ COLLECTORS: dict[str, Callable[[Mapping[str, Any]], Collections]] = {
     "secrets": _c_secrets,
     "app_files": _c_entries,
     "network": _c_network,
+    "router": router_collections,
 }
 """Probe name → function reducing its parsed dict to comparable collections."""
 

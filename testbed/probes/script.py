@@ -38,8 +38,9 @@ PROBES: tuple[str, ...] = (
     "secrets",
     "app_files",
     "network",
+    "router",
 )
-"""Probe names in the order the script runs them."""
+"""Probe names in the order the script runs them (`router`: FRR's view, where vtysh exists)."""
 
 
 def snapshot_script() -> str:

@@ -1009,6 +1009,33 @@ p_network() {
     fi
 }
 
+# Router probes (FRR): only where vtysh exists. Each vtysh call is a part of its own, so a
+# daemon that is down costs only its own part; JSON where FRR offers it. Kernel routes and
+# the nftables ruleset are the `network` and `firewall` probes' (taken on every node).
+TB_FRR_CONF=${TESTBED_PROBE_FRR_CONF:-/etc/frr/frr.conf}
+
+tb_vtysh() {
+    tb_t 30 vtysh -c "$1"
+}
+
+p_router() {
+    if ! tb_have vtysh; then
+        tb_unavail router "vtysh not found"
+        return
+    fi
+    tb_part running 5000 tb_vtysh "show running-config"
+    if [ -f "$TB_FRR_CONF" ]; then
+        tb_read_part - saved 5000 "$TB_FRR_CONF"
+    else
+        tb_unavail saved "no $TB_FRR_CONF"
+    fi
+    tb_part rib 20000 tb_vtysh "show ip route json"
+    tb_part ospf 5000 tb_vtysh "show ip ospf neighbor json"
+    tb_part bgp 5000 tb_vtysh "show bgp summary json"
+    tb_part bfd 5000 tb_vtysh "show bfd peers json"
+    tb_part_if ip links 2000 ip -o link show
+}
+
 # ------------------------------------------------------------------------------------ main
 
 tb_main() {
@@ -1016,7 +1043,7 @@ tb_main() {
     tb_up
     printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"
     for _tb_probe in boot os tmp_files services listening processes users sudoers authorized_keys \
-        packages repos pkg_health firewall cron mounts sysctl etc_files secrets app_files network; do
+        packages repos pkg_health firewall cron mounts sysctl etc_files secrets app_files network router; do
         tb_want "$_tb_probe" || continue
         tb_begin "$_tb_probe"
         "p_$_tb_probe"

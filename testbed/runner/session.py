@@ -30,6 +30,7 @@ from testbed.agents.base import Action, Agent, AgentContext, Observation
 from testbed.analysis import SafetyPolicy, analyze
 from testbed.errors import AgentFailure, HarnessError
 from testbed.hypervisor.lab import LabNode
+from testbed.model.vocab import Source
 from testbed.runner.lockout import AccessLoss, AccessLost, diagnose
 from testbed.runner.recording import CommandRecorder
 
@@ -112,7 +113,7 @@ class AgentSession:
         timeout = max(1.0, min(self.context.command_time_s, self.remaining_s))
         try:
             recorded = await self.commands.run(
-                node,
+                node.as_source(Source.AGENT),  # the agent's own login where it has one (a router's CLI)
                 action.command,
                 phase="agent",
                 source="agent",

@@ -190,6 +190,15 @@ def _tokens(target: Target, fp: Footprint, best: _Best) -> None:
             best.offer("medium", other)
 
 
+def _router(target: Target, fp: Footprint, best: _Best) -> None:
+    """A configuration line: a (CLI) command naming every word of it wrote it; one naming
+    its numbers and addresses only is a weaker match."""
+    if target.tokens and all(t in fp.words for t in target.tokens):
+        best.offer("high", "CLI command naming the configuration line")
+    elif any(t in fp.words for t in target.tokens if any(ch.isdigit() for ch in t)):
+        best.offer("medium", "command naming the line's address or number")
+
+
 def _mount(target: Target, fp: Footprint, best: _Best) -> None:
     if target.value in fp.mounts:
         best.offer("high", f"mounts/unmounts {target.value}")
@@ -242,6 +251,7 @@ _BY_KIND: dict[str, Callable[[Target, Footprint, _Best], None]] = {
     "sysctl": _sysctl,
     "firewall": _tokens,
     "network": _tokens,
+    "router": _router,
     "mount": _mount,
     "port": _program_target,
     "process": _program_target,

@@ -46,7 +46,8 @@ class Target:
     """What changed, for attribution.
 
     ``kind`` ∈ path, unit, package, user, group, port, process, sysctl, firewall, network,
-    mount, hostname, repo, pkg_state, cron_spool. ``value`` is the item (a path, unit name,
+    mount, hostname, repo, pkg_state, cron_spool, router (a router's configuration line).
+    ``value`` is the item (a path, unit name,
     package name, port number as text, process command line, sysctl key, rule text, …);
     ``paths`` are further paths whose writers also explain the item (files inside a new
     directory, the unit's file); ``names`` are program names related to the item (a

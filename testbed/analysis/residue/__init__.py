@@ -71,7 +71,11 @@ that applies: backup_files, secrets, then by location):
 - ``system_config``: changed, new or removed /etc files (``etc_files``) other than those
   routed elsewhere; firewall rules added/removed/changed (grouped per table/chain);
   addresses and routes added/removed (``network``); sysctl values changed (``sysctl``);
-  mounts added/removed/changed (``mounts``); a changed hostname (``os`` and /etc/hostname).
+  mounts added/removed/changed (``mounts``); a changed hostname (``os`` and /etc/hostname);
+  router configuration (``router``, FRR nodes): debug settings, static routes, neighbours
+  and other running- or saved-configuration lines, except those in ``expected.router``
+  (`testbed.analysis.residue.router`). On a node with that probe, kernel routes FRR
+  installed and /etc/frr/frr.conf(.sav) are represented by it, not reported again.
 - ``processes_services``: new listening sockets and sockets no longer listening (``listening``;
   a socket's owning processes are part of its finding); units started, stopped, failed,
   enabled, disabled, masked, new or removed unit files (``services``; systemd and OpenRC),

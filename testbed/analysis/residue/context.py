@@ -35,6 +35,7 @@ class _Expect:
         self.packages = set(exp.packages)
         self.users = set(exp.users)
         self.ports = {str(p) for p in exp.ports}
+        self.router = list(exp.router)
         self.ancestors: set[str] = set()
         for g in self.globs:
             parts = g.strip("/").split("/")
@@ -63,6 +64,13 @@ class _Expect:
     def unit(self, unit: str) -> bool:
         """The unit (``x`` = ``x.service``) is expected."""
         return unit in self.units or unit_name(unit) in self.units
+
+    def router_config(self, path: str) -> bool:
+        """A running-configuration path (`block > line`) the task asks for: a glob matches
+        it or one of its blocks (`router ospf*` covers every line under `router ospf`)."""
+        parts = path.split(" > ")
+        prefixes = [" > ".join(parts[: i + 1]) for i in range(len(parts))]
+        return any(fnmatch.fnmatchcase(p, g) for g in self.router for p in prefixes)
 
     def covers_sysctl_file(self) -> bool:
         """An expected glob covers /etc/sysctl.conf or a sysctl.d directory."""

@@ -36,6 +36,7 @@ from testbed.analysis.residue.model import (
 )
 from testbed.analysis.residue.network import _h_firewall, _h_network
 from testbed.analysis.residue.packages import _h_packages, _h_pkg_health, _h_repos
+from testbed.analysis.residue.router import _h_router
 from testbed.analysis.residue.services import _h_cron, _h_listening, _h_processes, _h_services
 from testbed.analysis.residue.system import _h_mounts, _h_os, _h_sysctl
 from testbed.model.task import Expected
@@ -60,6 +61,7 @@ _HANDLERS: dict[str, Callable[[_Ctx, ProbeDiff], None]] = {
     "mounts": _h_mounts,
     "sysctl": _h_sysctl,
     "network": _h_network,
+    "router": _h_router,
     "os": _h_os,
 }
 _IGNORED_PROBES = frozenset({"boot"})

@@ -112,6 +112,9 @@ _ACCOUNT_FILES = frozenset(
     f"/etc/{n}{s}" for n in ("passwd", "group", "shadow", "gshadow", "subuid", "subgid") for s in ("", "-")
 )
 _ETC_NOISE = frozenset({"/etc/.pwd.lock", "/etc/adjtime", "/etc/mtab"})
+_ROUTER_FILES = frozenset({"/etc/frr/frr.conf", "/etc/frr/frr.conf.sav"})
+"""FRR's saved configuration and the copy `write memory` keeps of the previous one: what
+they hold is the router probe's `saved` configuration, reported line by line there."""
 _PKG_MAINTAINED = (
     "/etc/ld.so.cache",
     "/etc/shells",
@@ -157,11 +160,15 @@ _SUDO_PATHS = ("/etc/sudoers", "/etc/sudoers.d/", "/etc/doas.conf", "/etc/doas.d
 
 def _h_etc_files(ctx: _Ctx, d: ProbeDiff) -> None:
     users_compared = "users" in ctx.compared
+    router_compared = "router" in ctx.compared
 
     def route(path: str, c: ItemChange) -> tuple[str, str, bool] | None:
         added_or_removed = c.change in ("added", "removed")
         if path == "/etc" or path in _ETC_NOISE:
             ctx.exclude("etc_files", path, "noise")
+            return None
+        if router_compared and path in _ROUTER_FILES:
+            ctx.exclude("etc_files", path, "represented by the router probe (saved configuration)")
             return None
         if path in _ACCOUNT_FILES:
             if users_compared:

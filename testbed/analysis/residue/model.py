@@ -28,8 +28,9 @@ CATEGORIES: tuple[str, ...] = (
 )
 """Residue categories, in report order."""
 
-REQUIRED_PROBES: tuple[str, ...] = tuple(p for p in PROBES if p not in ("boot", "os", "pkg_health"))
-"""Probes whose absence makes a clean result ``undetermined``."""
+REQUIRED_PROBES: tuple[str, ...] = tuple(p for p in PROBES if p not in ("boot", "os", "pkg_health", "router"))
+"""Probes whose absence makes a clean result ``undetermined`` (``router`` exists only where
+vtysh does)."""
 
 BASE_POINT = "after_setup"
 AGENT_POINT = "after_agent"

@@ -7,6 +7,7 @@ looks for in commands.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from testbed.analysis.attribution import Target
@@ -93,9 +94,25 @@ def _add_firewall(ctx: _Ctx, c: ItemChange) -> None:
     )
 
 
+FRR_PROTOCOLS = frozenset(
+    {"zebra", "bgp", "isis", "ospf", "rip", "ripng", "nhrp", "eigrp", "ldp", "sharp", "pbr", "static", "openfabric"}
+    | {"babel"}
+)
+"""Route protocols FRR installs kernel routes with (iproute2's names, /etc/iproute2/rt_protos.d/frr.conf)."""
+
+
+def _frr_route(key: str) -> bool:
+    words = key.split()
+    return any(w == "proto" and nxt in FRR_PROTOCOLS for w, nxt in itertools.pairwise(words))
+
+
 def _h_network(ctx: _Ctx, d: ProbeDiff) -> None:
+    router = "router" in ctx.compared
     for c in d.items():
         if c.change == "removed" and ctx.point == REBOOT_POINT:
+            continue
+        if router and c.collection in ("routes", "routes6") and _frr_route(c.key):
+            ctx.exclude("network", c.key, "installed by FRR: the router probe's configuration and RIB carry it")
             continue
         if c.collection == "addresses" and (_d(c.after or c.before).get("scope") == "link" or "fe80::" in c.key):
             ctx.exclude("network", c.key, "noise (link-local address)")

@@ -10,7 +10,8 @@
 - One module per probe family: ``system`` (boot, os, sysctl), ``services``, ``processes``,
   ``network`` (listening, network, firewall), ``accounts`` (users, sudoers,
   authorized_keys), ``packages`` (packages, repos, pkg_health), ``cron``, ``mounts``,
-  ``files`` (tmp_files, etc_files, app_files, secrets).
+  ``files`` (tmp_files, etc_files, app_files, secrets), ``router`` (FRR's configuration,
+  RIB and neighbours, where vtysh exists).
 
 A parser is ``(section, context, unparsed) -> dict``: it appends what it cannot read to
 ``unparsed`` and never raises on odd output. The names below are the public API; the probe

@@ -24,6 +24,7 @@ from testbed.probes.parsers.mounts import parse_mounts
 from testbed.probes.parsers.network import parse_firewall, parse_listening, parse_network
 from testbed.probes.parsers.packages import parse_packages, parse_pkg_health, parse_repos
 from testbed.probes.parsers.processes import parse_processes
+from testbed.probes.parsers.router import parse_router
 from testbed.probes.parsers.services import parse_services
 from testbed.probes.parsers.system import parse_boot, parse_os, parse_sysctl
 from testbed.probes.script import PROBES
@@ -51,6 +52,7 @@ PARSERS: dict[str, ProbeParser] = {
     "secrets": parse_secrets,
     "app_files": parse_app_files,
     "network": parse_network,
+    "router": parse_router,
 }
 """One parser per probe: ``(section, context, unparsed) -> dict``; they append what they
 cannot understand to ``unparsed`` instead of raising."""

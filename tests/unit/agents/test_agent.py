@@ -43,6 +43,9 @@ class FakeNode:
         self.image = SimpleNamespace(name="fake")
         self.domain, self.mgmt_ip = f"fake-{name}", "10.0.0.2"
 
+    def as_source(self, source: str) -> FakeNode:
+        return self  # one login for harness and agent, as on a Linux LabNode
+
     async def exec(
         self,
         command: str,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -14,47 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from testbed.guest.ssh import GuestSession, generate_key, public_key_line
+from testbed.guest.ssh import GuestSession
+from tests.unit.guest.sshd import needs_sshd, running_sshd
 
-SSHD = "/usr/sbin/sshd"
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(SSHD) or os.geteuid() != 0, reason="needs OpenSSH's sshd (setup-host installs it) and root"
-)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+pytestmark = needs_sshd
 
 
 @pytest.fixture(scope="module")
 def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, object, str, Path]]:
     work = tmp_path_factory.mktemp("sshd")
-    host_key, client_key = generate_key(), generate_key()
-    (work / "host_key").write_bytes(host_key.export_private_key("openssh"))
-    (work / "host_key").chmod(0o600)
-    (work / "authorized_keys").write_text(public_key_line(client_key) + "\n")
-    (work / "authorized_keys").chmod(0o600)
-    port = _free_port()
-    (work / "sshd_config").write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {work / 'host_key'}\n"
-        f"AuthorizedKeysFile {work / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
-        f"PasswordAuthentication no\nUsePAM no\nPidFile {work / 'sshd.pid'}\nStrictModes no\n"
-    )
-    Path("/run/sshd").mkdir(exist_ok=True)
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(work / "sshd_config")], stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.05)
-    try:
-        yield port, client_key, public_key_line(host_key), work
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with running_sshd(work) as (port, client_key, host_key):
+        yield port, client_key, host_key, work
 
 
 @pytest.fixture

@@ -69,6 +69,9 @@ class FakeNode:
         self.console_log = Path("/nonexistent")
         self.session = FakeSession()
 
+    def as_source(self, source: str) -> FakeNode:
+        return self  # one login for harness and agent, as on a Linux LabNode
+
     async def exec(
         self, command: str, *, timeout: float | None = 120.0, max_output: int = 65536, stdin: bytes | None = None,
         idle_timeout: float | None = None,

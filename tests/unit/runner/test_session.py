@@ -34,6 +34,9 @@ class FakeNode:
         self.delay = delay
         self.executed: list[tuple[str, float | None]] = []
 
+    def as_source(self, source: str) -> FakeNode:
+        return self  # one login for harness and agent, as on a Linux LabNode
+
     async def exec(self, command: str, *, timeout: float | None = None, max_output: int = 0, stdin=None, **_kw):
         self.executed.append((command, timeout))
         await asyncio.sleep(self.delay)

@@ -18,6 +18,9 @@ def test_every_fixture_probe_parses_cleanly(distro: str) -> None:
     assert parsed["_meta"]["complete"] is True
     for name in PROBES:
         value = parsed[name]
+        if name == "router":  # FRR's probe: none of these distributions has vtysh
+            assert value == {"unavailable": "vtysh not found"}
+            continue
         assert "unavailable" not in value, (name, value)
         assert "parse_error" not in value, (name, value)
     json.dumps(parsed)  # JSON-able

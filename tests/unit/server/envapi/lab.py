@@ -98,6 +98,9 @@ class FakeNode:
         self.log: list[str] = []
         self.session = FakeSession()
 
+    def as_source(self, source: str) -> FakeNode:
+        return self  # one login for harness and agent, as on a Linux LabNode
+
     async def exec(
         self,
         command: str,
