@@ -38,7 +38,7 @@ def test_task_list_json() -> None:
     web = next(r for r in rows if r["id"] == "web-port-conflict")
     assert (web["category"], web["images"], web["nodes"], web["checks"], web["persist"]) == (
         "services",
-        ["debian-12"],
+        ["debian-12", "debian-11", "debian-13"],
         ["node"],
         ["R1", "R2"],
         True,

@@ -10,9 +10,10 @@ import pytest
 
 from testbed.errors import InputError
 from testbed.model.task import load_task, load_task_variants
+from testbed.runtime import image_catalog
 
 REPO = Path(__file__).resolve().parents[3]
-IMAGES = {"debian-12", "debian-12-cloud"}
+IMAGES = set(image_catalog())
 
 
 def task_dir(tmp_path: Path, old: str = "", new: str = "") -> Path:
@@ -38,12 +39,12 @@ def task_dir(tmp_path: Path, old: str = "", new: str = "") -> Path:
         ("command_time_s = 120", "command_time_s = 120\nmax_commands = 100001", "limits.max_commands", "100000"),
         ("stage = 1", "stage = 5000", "setup[0].stage", "1000"),
         ("timeout_s = 120", "timeout_s = 1e400", "checks[R1].timeout_s", "finite"),
-        ("ports = [80]", "ports = [80, 0]", "expected.ports[1]", "greater than or equal to 1"),
+        ("ports = [80]", "ports = [80, 0]", "expected.ports[1]", "outside 1..65535"),
         ('[oracle]\nnode = "node"\n', "[oracle]\n", "oracle", "needs 'node'"),
         ('script = "solution/solve.sh"', 'script = "solution/solve.sh"\ncommand = "true"', "oracle", "exactly one"),
         ('topology = "single"', 'topology = "nowhere"', "topology", "no topology named 'nowhere'"),
         ('topology = "single"', 'topology = "/etc/topo.yaml"', "topology", "absolute path"),
-        ('images = ["debian-12"]', 'images = ["debian-12", "solaris"]', "images", "unknown image variant 'solaris'"),
+        ('images = ["debian-12",', 'images = ["debian-12", "solaris",', "images", "unknown image variant 'solaris'"),
     ],
 )
 def test_bad_tasks_name_the_field(tmp_path: Path, old: str, new: str, field: str, needle: str) -> None:
@@ -72,7 +73,9 @@ def test_scripts_are_read_at_load_time(tmp_path: Path) -> None:
 
 
 def test_every_variant_is_checked(tmp_path: Path) -> None:
-    directory = task_dir(tmp_path, 'images = ["debian-12"]', 'images = ["debian-12", "debian-12-cloud"]')
+    directory = task_dir(
+        tmp_path, 'images = ["debian-12", "debian-11", "debian-13"]', 'images = ["debian-12", "debian-12-cloud"]'
+    )
     tasks = load_task_variants(directory, images=IMAGES, root=REPO)
     assert [t.topology.nodes[0].image for t in tasks] == ["debian-12", "debian-12-cloud"]
     with pytest.raises(InputError, match="beyond the host budget"):

@@ -85,9 +85,9 @@ def test_primitive_checks_load(tmp_path: Path) -> None:
     [
         ('command = "true"\nservice = { name = "x" }', "checks[R1]", "takes no command"),
         ('service = { name = "x" }\nport = { port = 1 }', "checks[R1]", "one primitive per check"),
-        ('description2 = "x"', "checks[R1].description2", "Extra inputs"),
+        ('description2 = "x"', "checks[R1].description2", "unknown field"),
         ("expect_exit = 0", "checks[R1]", "give 'command' or one check primitive"),
-        ("service = {}", "checks[R1].service.name", "Field required"),
+        ("service = {}", "checks[R1].service.name", "this field is required"),
         ('service = { name = "x", active = "maybe" }', "checks[R1].service.active", "valid boolean"),
         ("port = { port = 70000 }", "checks[R1].port.port", "outside 1..65535"),
         ('port = { port = 80, address = "everywhere" }', "checks[R1].port.address", "is not 'any'"),

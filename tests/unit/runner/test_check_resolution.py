@@ -36,6 +36,7 @@ from testbed.runner.unchanged import unchanged_judge
 from testbed.runner.verify import judge, run_check
 from testbed.runtime import image_catalog
 from testbed.testing.demo_snapshots import base_snapshot
+from testbed.testing.nodes import FakeSession
 from tests.unit.runner.test_lifecycle import fake_snapshot_all, runtime
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -52,6 +53,10 @@ class LocalNode:
         self.domain, self.mgmt_ip, self.console_log = f"fake-{name}", "10.9.0.2", Path("/nonexistent")
         self.env = env or {}
         self.executed: list[str] = []
+        self.session = FakeSession()
+
+    def as_source(self, source: str) -> LocalNode:
+        return self  # one login for harness and agent
 
     async def exec(self, command: str, *, timeout: float | None = 120.0, **_kw: Any) -> ExecResult:
         self.executed.append(command)

@@ -10,6 +10,7 @@ import pytest
 
 from testbed.errors import InputError
 from testbed.runner.request import RunRequest, admit_task
+from testbed.runtime import image_catalog
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -23,7 +24,7 @@ def copy_task(tmp_path: Path, extra: str) -> Path:
 
 
 def test_a_good_task_is_admitted_and_runs_with_its_policy(tmp_path: Path) -> None:
-    task = admit_task(copy_task(tmp_path, "[safety]\nallow_power = true"), images={"debian-12"}, root=REPO)
+    task = admit_task(copy_task(tmp_path, "[safety]\nallow_power = true"), images=set(image_catalog()), root=REPO)
     request = RunRequest(task, "debian-12", "noop").validated()
     assert request.policy is not None and request.policy.allow_power
 
@@ -41,6 +42,6 @@ def test_a_good_task_is_admitted_and_runs_with_its_policy(tmp_path: Path) -> Non
 def test_what_a_run_or_an_episode_refuses_is_refused_here(tmp_path: Path, extra: str, field: str, needle: str) -> None:
     directory = copy_task(tmp_path, extra)
     with pytest.raises(InputError) as info:
-        admit_task(directory, images={"debian-12"}, root=REPO)
+        admit_task(directory, images=set(image_catalog()), root=REPO)
     assert info.value.file == str(directory / "task.toml")
     assert info.value.field == field and needle in info.value.problem
