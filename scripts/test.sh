@@ -26,7 +26,7 @@ testbed image build debian-12
 # from Debian's mirror; an unchanged recipe is never rebuilt).
 mkdir -p artifacts
 (
-  for image in debian-11 debian-13 debian-12-openrc debian-13-cloud debian-13-cloud-uefi frr-router; do
+  for image in debian-11 debian-13 debian-12-openrc debian-13-cloud debian-13-cloud-uefi frr-router frr-router-console; do
     nice -n 10 testbed image build "$image" || exit 1
   done
 ) > artifacts/image-builds.log 2>&1 &
