@@ -1,8 +1,8 @@
-"""SQLAlchemy models of the run database (see DESIGN.md, "Run database").
+"""SQLAlchemy models of the run database (see docs/design.md, "Run database").
 
 Contracts:
 
-- Table and column names are the ones DESIGN.md fixes; extra columns are additive.
+- Table and column names are the ones docs/design.md fixes; extra columns are additive.
 - Run and job ids are strings: a uuid4 hex (32 chars). The short id used in libvirt object
   names is `run_id[:8]` (`short_id()`).
 - Every timestamp is `UTCDateTime` (aware UTC in, aware UTC out, on every backend).
@@ -56,7 +56,7 @@ from testbed.model.vocab import (
 # --- enumerations ----------------------------------------------------------------------
 
 RUN_STATES: tuple[str, ...] = values(RunState)
-"""`runs.state`: where the run is in its lifecycle (DESIGN.md, "Run lifecycle")."""
+"""`runs.state`: where the run is in its lifecycle (docs/design.md, "Run lifecycle")."""
 
 OUTCOMES: tuple[str, ...] = values(Outcome)
 """`runs.outcome`: NULL until the run finishes."""

@@ -4,7 +4,7 @@ Contracts:
 
 - One `RunRecorder` per run; the runner calls it through `asyncio.to_thread`. Every public
   method takes the recorder's lock, opens a short session, and COMMITS before returning, so
-  a row is visible to every other connection once the call returns (DESIGN.md: "A command
+  a row is visible to every other connection once the call returns (docs/design.md: "A
   row is committed before the next command of that run starts" — the runner awaits
   `record_command` before starting the next command).
 - `record_command` assigns `seq` 1, 2, 3, ... per run, in the order the calls take the

@@ -3,8 +3,8 @@
 A lab's management network gives the host an address on the lab's bridge so that the
 harness can SSH into the guests. Without a guard, a guest could use that address to reach
 every service the host listens on (a database, the dashboard, the environment API, sshd).
-DESIGN.md allows a guest to reach "not the lab host's services other than what the run is
-meant to reach", so before a lab's networks are created the host gets one nftables table,
+A guest may reach no lab-host service other than what the run is meant to reach
+(docs/design.md, "Naming and isolation"), so before a lab's networks are created the host gets one nftables table,
 `inet testbed_guard`, whose input chain, for packets arriving on any testbed bridge
 (interface names `tb*`, see `lab.bridge_name`):
 

@@ -60,8 +60,8 @@ class PhaseStatus(StrEnum):
 
 
 class CommandPhase(StrEnum):
-    """`commands.phase`: the four DESIGN.md phases plus `teardown` (harness commands run
-    while tearing a lab down)."""
+    """`commands.phase`: setup, agent, verify and probe (docs/design.md, "Run database")
+    plus `teardown` (harness commands run while tearing a lab down)."""
 
     SETUP = "setup"
     AGENT = "agent"
