@@ -36,12 +36,20 @@ MATRIX = ["debian-11", "debian-12", "debian-13", "debian-12-openrc", "debian-13-
 VERSION_ID = {"debian-11": "11", "debian-12": "12", "debian-13": "13", "debian-12-openrc": "12"}
 
 
+NO_ROUTER = {"unavailable": "vtysh not found"}
+"""The router probe's answer on a Linux release without FRR (it reads FRR's view only)."""
+
+
 def _incomplete(snapshot: dict[str, Any]) -> dict[str, Any]:
-    """Probes that are missing, unavailable or left lines unparsed."""
+    """Probes that are missing, unavailable or left lines unparsed (the router probe must
+    say that vtysh is absent: these releases have no FRR)."""
     bad: dict[str, Any] = {}
     for probe in PROBES:
         data = snapshot.get(probe)
-        if not isinstance(data, dict) or "unavailable" in data:
+        if probe == "router":
+            if data != NO_ROUTER:
+                bad[probe] = data
+        elif not isinstance(data, dict) or "unavailable" in data:
             bad[probe] = data
         elif data.get("unparsed"):
             bad[probe] = {"unparsed": data["unparsed"][:5]}
