@@ -1,11 +1,5 @@
 """`testbed launch` and `testbed jobs list|show|cancel`.
 
-Register in testbed/cli.py with:
-
-    from testbed.scheduler.cli import jobs_app, launch_command
-    app.command("launch")(launch_command)
-    app.add_typer(jobs_app, name="jobs")
-
 `testbed launch JOB.yaml` (or flags: `--task`, `--category`, `--image`, `--agent`, ...)
 creates the job and one pending run per matrix cell x attempt, prints `job <id>`, then runs
 it with a live view. `testbed launch --resume JOB_ID` continues an interrupted job (runs
@@ -34,6 +28,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from testbed.cli.options import DbOption
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
 from testbed.db.read import open_existing, open_read_only, to_jsonable
@@ -42,7 +37,7 @@ from testbed.errors import InputError
 from testbed.model.fields import positive_seconds
 from testbed.model.job import JobSpec, job_from_options, load_job
 from testbed.render.format import timestamp
-from testbed.render.terminal import cell, error_line, json_text, shown_id
+from testbed.render.terminal import cell, json_text, shown_id
 from testbed.runtime import image_catalog
 from testbed.scheduler.coordinator import CoordinatorConfig, JobSummary
 from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id, run_job
@@ -50,7 +45,6 @@ from testbed.scheduler.progress import LineView, LiveView
 from testbed.scheduler.store import cancel_job
 
 jobs_app = typer.Typer(help="List, inspect and cancel jobs (batches of runs).", no_args_is_help=True)
-DbOption = Annotated[str | None, typer.Option(help="database URL (default: TESTBED_DB or SQLite in TESTBED_HOME)")]
 
 
 def launch_command(
@@ -64,8 +58,9 @@ def launch_command(
         typer.Option(help="oracle | noop | replay:FILE | openai:MODEL | a plug-in (repeatable: compare agents)"),
     ] = None,
     attempts: Annotated[int | None, typer.Option(help="runs per matrix cell")] = None,
-    seed: Annotated[list[int] | None, typer.Option("--seed", help="scenario seed (repeatable: a matrix over seeds)")]
-    = None,
+    seed: Annotated[
+        list[int] | None, typer.Option("--seed", help="scenario seed (repeatable: a matrix over seeds)")
+    ] = None,
     split: Annotated[str | None, typer.Option(help="train | heldout | all (default: the job's, else train)")] = None,
     include_heldout: Annotated[
         bool, typer.Option("--include-heldout", help="allow held-out tasks (refused otherwise)")
@@ -93,8 +88,20 @@ def launch_command(
         if cancelled:
             raise InputError(None, "--resume", f"job {job_id[:8]} was cancelled")
     else:
-        spec = _spec(job, task, category, image, agent, attempts, retries, vm_slots, name,
-                     seeds=seed, split=split, include_heldout=include_heldout)
+        spec = _spec(
+            job,
+            task,
+            category,
+            image,
+            agent,
+            attempts,
+            retries,
+            vm_slots,
+            name,
+            seeds=seed,
+            split=split,
+            include_heldout=include_heldout,
+        )
         prepared = prepare(spec, project_root(), images, settings, file=job)
         sessions = open_database(url)
         job_id = create(sessions, prepared)
@@ -268,28 +275,3 @@ def jobs_cancel(job: Annotated[str, typer.Argument(help="job id or prefix")], db
         f"job {job_id[:8]} cancelled: {count} pending run(s) cancelled; running runs stop at their "
         "coordinator's next heartbeat"
     )
-
-
-def main() -> None:
-    """`python -m testbed.scheduler.cli launch|jobs ...`: the same commands before they are
-    registered in `testbed.cli` (exit statuses as there: 2 bad input, 3 harness error)."""
-    import sys
-
-    from testbed.errors import HarnessError
-
-    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
-    app.command("launch")(launch_command)
-    app.add_typer(jobs_app, name="jobs")
-    err = Console(stderr=True, soft_wrap=True)
-    try:
-        app()
-    except InputError as exc:
-        err.print(error_line("error", str(exc)), highlight=False)
-        sys.exit(2)
-    except HarnessError as exc:
-        err.print(error_line("harness error", str(exc)), highlight=False)
-        sys.exit(3)
-
-
-if __name__ == "__main__":
-    main()

@@ -21,18 +21,17 @@ Contracts:
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 import sys
 from typing import Annotated
 
 import typer
 
+from testbed.cli.bind import is_loopback
+from testbed.cli.options import EXIT_INPUT
 from testbed.errors import InputError
 from testbed.model.fields import positive_seconds
 from testbed.model.task import TASK_ID_RE
-
-EXIT_INPUT = 2
 
 
 def serve_command(
@@ -100,16 +99,6 @@ def serve_command(
     needs = "no token (loopback only)" if no_token else "token required"
     print(f"testbed environment API on http://{shown}:{port}/ ({needs})", file=sys.stderr)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, ws_max_size=MAX_BODY)
-
-
-def is_loopback(host: str) -> bool:
-    """True for `localhost` and the loopback addresses (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_token_options(host: str, token: str | None, no_token: bool) -> None:
