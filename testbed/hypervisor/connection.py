@@ -42,6 +42,7 @@ def means_gone(exc: libvirt.libvirtError) -> bool:
     """True when libvirt itself says the object does not exist."""
     return exc.get_error_code() in _GONE
 
+
 _silenced = False
 
 

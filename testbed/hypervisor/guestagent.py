@@ -74,9 +74,7 @@ class GuestAgentChannel:
         pid = int(reply["pid"])
         deadline = None if timeout is None else t0 + timeout
         while True:
-            status = await self._command(
-                {"execute": "guest-exec-status", "arguments": {"pid": pid}}, AGENT_TIMEOUT_S
-            )
+            status = await self._command({"execute": "guest-exec-status", "arguments": {"pid": pid}}, AGENT_TIMEOUT_S)
             if status.get("exited"):
                 return _result(command, status, started_at, t0, max_output, timed_out=False)
             if deadline is not None and time.monotonic() >= deadline:

@@ -6,7 +6,7 @@ every service the host listens on (a database, the dashboard, the environment AP
 A guest may reach no lab-host service other than what the run is meant to reach
 (docs/design.md, "Naming and isolation"), so before a lab's networks are created the host gets one nftables table,
 `inet testbed_guard`, whose input chain, for packets arriving on any testbed bridge
-(interface names `tb*`, see `lab.bridge_name`):
+(interface names `tb*`, see `labnetworks.bridge_name`):
 
 - accepts replies to connections the host opened (`ct state established,related`: the
   harness's SSH sessions and their ICMP errors);

@@ -4,6 +4,7 @@ Written before each libvirt object or file is created and updated as the lab goe
 process killed at any point leaves a record the reaper can finish from (together with the
 metadata in every libvirt object). The lab directory also holds the harness's SSH key
 (`id_ed25519`), overlays, seeds and console logs, and is removed by teardown.
+`check_name_free` refuses a lab name another lab's record already holds.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from testbed.errors import InputError
 from testbed.hypervisor.owner import Owner
 
 
@@ -94,3 +96,15 @@ def find_lab(labs_dir: Path, name_or_id: str) -> LabState | None:
         if name_or_id in (state.name, state.lab_id):
             return state
     return None
+
+
+def check_name_free(labs_dir: Path, name: str, lab_id: str | None = None) -> None:
+    """Refuse `name` when another lab (not `lab_id`) already has it (`InputError`, `--name`)."""
+    for other in all_lab_states(labs_dir):
+        if other.name == name and other.lab_id != lab_id:
+            raise InputError(
+                None,
+                "--name",
+                f"a lab named '{name}' already exists ({other.lab_id}); "
+                "pick another name or run `testbed lab down` first",
+            )

@@ -8,19 +8,31 @@ not be removed (a lost libvirt connection is "unknown", never "gone"), the direc
 the lease are kept, so a later `testbed reap` can finish the job instead of a new lab
 reusing a subnet or id whose guests may still run. Returns the error texts (empty when
 everything is gone); never raises for a removal failure.
+
+Before that, `keep_consoles` hands every node's console log to the run's `KeepConsole`
+(best effort: a failure is logged), while the lab's files still exist.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.errors import HarnessError
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.labhost import LabFiles
+from testbed.hypervisor.labstate import LabState
 from testbed.hypervisor.leases import LeaseStore
+
+log = logging.getLogger(__name__)
+
+KeepConsole = Callable[[str, Path], Awaitable[None]]
+"""Called at teardown with (node, console log path) of every node that got a domain, before
+the lab's files are removed (the runner keeps the logs with the run)."""
 
 
 @dataclass(frozen=True)
@@ -61,3 +73,16 @@ async def remove_lab(
     if leases is not None and not keep_lease:
         await asyncio.to_thread(leases.release, remains.lab_id)
     return []
+
+
+async def keep_consoles(state: LabState, keep: KeepConsole | None) -> None:
+    """Hand every node's console log to `keep` (best effort: a failure is logged)."""
+    if keep is None:
+        return
+    for node in state.nodes.values():
+        if not node.console_log:
+            continue
+        try:
+            await keep(node.name, Path(node.console_log))
+        except Exception:
+            log.exception("could not keep the console log of %s", node.name)

@@ -19,17 +19,18 @@ from testbed.guest.dialects import dialect_for
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.guestagent import GuestAgentChannel
 from testbed.hypervisor.hostguard import ensure_host_guard
-from testbed.hypervisor.lab import KeepConsole, LabNode, keep_consoles
+from testbed.hypervisor.lab import LabNode
 from testbed.hypervisor.labstate import LabState
 from testbed.hypervisor.node import agent_session
 from testbed.hypervisor.owner import Owner
-from testbed.hypervisor.removal import LabRemains, remove_lab
+from testbed.hypervisor.removal import KeepConsole, LabRemains, keep_consoles, remove_lab
 from testbed.hypervisor.savedstate import new_session, reconnect, replace_metadata, restore_domains
 from testbed.hypervisor.slots import SlotMeta, SlotStore
 from testbed.hypervisor.xml import LabMetadata
 from testbed.model.images import ImageDef
 
 log = logging.getLogger(__name__)
+
 
 class RestoredLab:
     """A lab restored from a slot; the runner uses it like a `Lab` (`up`, `down`, `nodes`).

@@ -68,6 +68,7 @@ log = logging.getLogger(__name__)
 
 _METADATA_RE = re.compile(r"<metadata>.*?</metadata>", re.DOTALL)
 
+
 def replace_metadata(xml: str, metadata_xml: str) -> str:
     new, count = _METADATA_RE.subn(lambda _m: f"<metadata>\n{metadata_xml}\n</metadata>", xml, count=1)
     if count != 1:

@@ -152,8 +152,9 @@ class BaseCopies:
             if want is None:
                 want = await self._local_sum(path)
             try:
-                info, uploaded = await asyncio.to_thread(sync_file, self.pool, path, name, want,
-                                                         verified=name in self._verified)
+                info, uploaded = await asyncio.to_thread(
+                    sync_file, self.pool, path, name, want, verified=name in self._verified
+                )
             except (OSError, libvirt.libvirtError) as exc:
                 raise HarnessError(f"copy of {path} to volume {name}: {exc}") from exc
             self._verified.add(name)

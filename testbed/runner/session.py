@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from testbed.agents.base import Action, Agent, AgentContext, Observation
-from testbed.analysis import SafetyPolicy, analyze
+from testbed.analysis import SafetyDecision, SafetyPolicy, analyze
 from testbed.errors import AgentFailure, HarnessError
 from testbed.hypervisor.lab import LabNode
 from testbed.model.vocab import Source
@@ -70,46 +71,19 @@ class AgentSession:
         return None
 
     async def step(self, action: Action) -> Observation:
+        """Run one agent command (or refuse it: limits reached, unknown node, blocked by the
+        safety policy); every command is recorded, and its findings with it."""
         reason = self.exhausted
         if reason is not None:
             return Observation(action.node, action.command, "", "", None, message=f"refused: {reason} reached")
         self.stats.commands += 1
-        impact = [h.impact_class for h in analyze(action.command)]
+        impact = sorted({h.impact_class for h in analyze(action.command)})
         node = self.nodes.get(action.node)
         if node is None:
-            message = f"unknown node '{action.node}' (nodes: {', '.join(self.nodes)})"
-            await self.commands.record_not_run(
-                action.node, action.command, phase="agent", source="agent", reason=message, impact=sorted(set(impact))
-            )
-            return Observation(action.node, action.command, "", message, None, message=message)
+            return await self._unknown_node(action, impact)
         decision = self.policy.evaluate(action.command)
         if decision.blocked:
-            self.stats.blocked += 1
-            command_id = await self.commands.record_not_run(
-                node.name,
-                action.command,
-                phase="agent",
-                source="agent",
-                reason=f"blocked by safety policy: {decision.rule}",
-                impact=sorted(set(impact)),
-            )
-            await self._finding(
-                "safety",
-                decision.rule or "blocked",
-                f"blocked: {decision.reason}",
-                node.name,
-                command_id,
-                {"action": "block", "rules": list(decision.rules), "command": action.command},
-            )
-            return Observation(
-                node.name,
-                action.command,
-                "",
-                decision.message_for_agent,
-                None,
-                blocked=True,
-                message=decision.message_for_agent,
-            )
+            return await self._blocked(node, action, decision, impact)
         timeout = max(1.0, min(self.context.command_time_s, self.remaining_s))
         try:
             recorded = await self.commands.run(
@@ -126,24 +100,7 @@ class AgentSession:
         if result.timed_out:
             self.stats.timed_out += 1
             await self._still_reachable(node)
-        if decision.action == "flag":
-            await self._finding(
-                "safety",
-                decision.rule or "flagged",
-                f"flagged: {decision.reason}",
-                node.name,
-                recorded.command_id,
-                {"action": "flag", "rules": list(decision.rules)},
-            )
-        for cls in sorted(set(recorded.impact)):
-            await self._finding(
-                "impact",
-                cls,
-                f"{cls}: {action.command[:200]}",
-                node.name,
-                recorded.command_id,
-                {"command": action.command[:2000]},
-            )
+        await self._command_findings(node, action, decision, recorded.command_id, recorded.impact)
         return Observation(
             node.name,
             action.command,
@@ -154,6 +111,60 @@ class AgentSession:
             duration_ms=result.duration_ms,
             message="timed out" if result.timed_out else None,
         )
+
+    async def _unknown_node(self, action: Action, impact: list[str]) -> Observation:
+        """A command for a node the lab does not have: recorded as not run."""
+        message = f"unknown node '{action.node}' (nodes: {', '.join(self.nodes)})"
+        await self.commands.record_not_run(
+            action.node, action.command, phase="agent", source="agent", reason=message, impact=impact
+        )
+        return Observation(action.node, action.command, "", message, None, message=message)
+
+    async def _blocked(self, node: LabNode, action: Action, decision: SafetyDecision, impact: list[str]) -> Observation:
+        """A command the safety policy blocks: recorded as not run, with a safety finding."""
+        self.stats.blocked += 1
+        command_id = await self.commands.record_not_run(
+            node.name,
+            action.command,
+            phase="agent",
+            source="agent",
+            reason=f"blocked by safety policy: {decision.rule}",
+            impact=impact,
+        )
+        await self._finding(
+            "safety",
+            decision.rule or "blocked",
+            f"blocked: {decision.reason}",
+            node.name,
+            command_id,
+            {"action": "block", "rules": list(decision.rules), "command": action.command},
+        )
+        message = decision.message_for_agent
+        return Observation(node.name, action.command, "", message, None, blocked=True, message=message)
+
+    async def _command_findings(
+        self, node: LabNode, action: Action, decision: SafetyDecision, command_id: int, impact: Sequence[str]
+    ) -> None:
+        """The findings of a command that ran: a flagged command's safety finding, then one
+        impact finding per high-impact class."""
+        if decision.action == "flag":
+            await self._finding(
+                "safety",
+                decision.rule or "flagged",
+                f"flagged: {decision.reason}",
+                node.name,
+                command_id,
+                {"action": "flag", "rules": list(decision.rules)},
+            )
+        for cls in sorted(set(impact)):
+            await self._finding(
+                "impact",
+                cls,
+                f"{cls}: {action.command[:200]}",
+                node.name,
+                command_id,
+                {"command": action.command[:2000]},
+            )
 
     async def _transport_failure(self, node: LabNode, action: Action, exc: HarnessError) -> Observation:
         """SSH failed while an agent command ran (its row is recorded with the error): a

@@ -20,7 +20,8 @@ from testbed.analysis.residue import find_residue, record_residue
 from testbed.egress.guestconf import guest_proxy_commands
 from testbed.egress.lab import lab_egress_spec, lab_no_proxy
 from testbed.errors import HarnessError
-from testbed.hypervisor.lab import KeepConsole, Lab, LabNode
+from testbed.hypervisor.lab import Lab, LabNode
+from testbed.hypervisor.removal import KeepConsole
 from testbed.model.task import Step as SetupStep
 from testbed.model.vocab import Outcome, Phase, PhaseStatus, Residue, RunState, SnapshotPoint
 from testbed.runner.context import RunContext, RunLab
@@ -185,7 +186,6 @@ class Snapshot:
                 if release:
                     ctx.journal.os_release[node] = str(release)
                     await ctx.call(ctx.recorder.update_node, node, os_release=str(release))
-
 
     async def _after_agent(self, ctx: RunContext) -> dict[str, dict[str, Any]]:
         async def one(node: LabNode) -> dict[str, Any] | None:

@@ -1,7 +1,7 @@
 """Task validation: every task's oracle passes and leaves no residue, and the do-nothing
 agent fails, on every release the task declares (`scripts/validate-tasks`).
 
-Pieces (the command itself is `testbed.scheduler.validate_cli`):
+Pieces (the command itself is `testbed.cli.validate_tasks`):
 - `job_spec(tasks, agent)`: the job file of one agent over the tasks — every declared
   image (`images: all`), the canonical scenario (seed 0), held-out tasks included, one
   attempt, harness errors retried once;

@@ -11,9 +11,10 @@ Checked:
 - no cycle among modules, and none among units (a unit is the package under testbed/ a
   module sits in, e.g. `hypervisor`; a top-level module is its own unit, e.g. `errors`);
 - no unit imports a unit of a higher layer (`LAYERS`). Units of one layer may import each
-  other (without cycles). CLI modules (`testbed/cli.py` and every `*cli.py`) form the unit
-  `cli` at the top, wherever they sit today; so does `testing`, the public test support,
-  which no product module imports.
+  other (without cycles). The command line (`testbed/cli/`, every Typer app) is the unit
+  `cli` at the top, which no other unit imports; so is `testing`, the public test support,
+  which no product module imports;
+- only `testbed/cli/` imports Typer: a domain package holds no command-line code.
 
 `ALLOWED` lists known violations in files other people are changing right now, each with
 its owner; remove an entry when its fix lands (the test fails on entries that no longer
@@ -128,8 +129,6 @@ def import_graph(package_dir: Path = PACKAGE) -> dict[str, dict[str, int]]:
 def unit_of(module: str) -> str:
     """The unit a module belongs to (see the module docstring)."""
     parts = module.split(".")
-    if module == "testbed.cli" or parts[-1].endswith("cli"):
-        return "cli"
     return parts[1] if len(parts) > 1 else "testbed"
 
 
@@ -223,6 +222,28 @@ def test_product_code_does_not_import_test_support(graph: dict[str, dict[str, in
     assert {unit_of(m) for m in users} <= {"cli"}, users
 
 
+def test_nothing_imports_the_command_line(graph: dict[str, dict[str, int]]) -> None:
+    users = [f"{mod} imports {target}" for mod, target, _ in _checked_edges(graph)
+             if unit_of(target) == "cli" and unit_of(mod) != "cli"]  # fmt: skip
+    assert users == []
+
+
+def test_only_the_command_line_imports_typer() -> None:
+    users = []
+    for mod, path in _modules(PACKAGE).items():
+        if unit_of(mod) == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            users += [f"{mod}:{node.lineno}" for name in names if name.split(".")[0] == "typer"]
+    assert users == []
+
+
 def test_allowed_violations_still_exist(graph: dict[str, dict[str, int]]) -> None:
     stale = {(mod, target) for mod, target in ALLOWED if target not in graph.get(mod, {})}
     assert stale == set(), "fixed: remove these from ALLOWED"
@@ -250,10 +271,10 @@ def test_the_graph_sees_local_type_checking_and_relative_imports(tmp_path: Path)
     assert graph["testbed.sub.mod"] == {"testbed.low": 1, "testbed.typed": 2}
     assert graph["testbed.sub.user"] == {"testbed.sub.mod": 1, "testbed.sub": 1}
     assert graph["testbed.low"] == {}
-    assert [unit_of(m) for m in ("testbed.cli", "testbed.db.cli", "testbed.x.findings_cli", "testbed.errors")] == [
+    assert [unit_of(m) for m in ("testbed.cli", "testbed.cli.runs", "testbed.db.read", "testbed.errors")] == [
         "cli",
         "cli",
-        "cli",
+        "db",
         "errors",
     ]
     assert unit_of("testbed") == "testbed" and unit_of("testbed.server.envapi.app") == "server"

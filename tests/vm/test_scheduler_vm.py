@@ -31,7 +31,7 @@ def _cli_module() -> str:
     from testbed.cli import app
 
     names = {c.name for c in app.registered_commands}
-    return "testbed.cli" if "launch" in names else "testbed.scheduler.cli"
+    return "testbed.cli" if "launch" in names else "testbed.cli.jobs"
 
 
 def launch(*args: str, timeout: float = 2400) -> subprocess.CompletedProcess[str]:

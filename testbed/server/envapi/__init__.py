@@ -2,7 +2,7 @@
 
 `app.create_app` builds the FastAPI app, `episodes.EpisodeManager` holds the episodes,
 `backend.RunnerBackend` runs them as ordinary runs. `testbed serve` is
-`testbed.server.envapi.cli.serve_command` (a CLI module: this package does not import it).
+`testbed.cli.serve.serve_command` (a CLI module: this package does not import it).
 """
 
 from testbed.server.envapi.app import create_app

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from testbed.cli.images import app as image_app
+from testbed.cli.serve import state_app
+from testbed.cli.tasks import task_app
 from testbed.config import Settings
 from testbed.hypervisor.savedstate import SlotStore
-from testbed.images.cli import app as image_app
 from testbed.model.images import load_catalog
 from testbed.model.task import discover_tasks
 from testbed.model.task_record import task_hash
-from testbed.runner.cli import task_app
-from testbed.server.envapi.cli import state_app
 from tests.conftest import ROOT
 from tests.unit.hypervisor.test_savedstate import _fake_slot
 

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from testbed.hypervisor import hostguard
-from testbed.hypervisor.lab import bridge_name
+from testbed.hypervisor.labnetworks import bridge_name
 
 
 def test_local_and_remote_uris() -> None:

@@ -16,9 +16,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from testbed.cli.images import app
 from testbed.config import Settings
 from testbed.errors import HarnessError, InputError
-from testbed.images.cli import app
 from testbed.images.pull import pull_image
 from testbed.images.store import ImageStore
 from testbed.model.images import ImageDef, load_catalog

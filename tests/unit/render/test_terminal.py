@@ -94,8 +94,8 @@ def test_runs_show_json_keeps_the_stored_text(db_url: str, hostile: dict[str, st
 
 
 def test_run_result_prints_guest_text_inertly() -> None:
+    from testbed.cli.run import _print_result
     from testbed.model.task import Check
-    from testbed.runner.cli import _print_result
     from testbed.runner.run import RunResult
     from testbed.runner.verify import CheckResult
 

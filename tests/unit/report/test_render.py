@@ -11,10 +11,10 @@ import typer
 from sqlalchemy.orm import Session, sessionmaker
 from typer.testing import CliRunner
 
+from testbed.cli.report import report_command
 from testbed.db.engine import open_database
 from testbed.db.read.figures import compute_figures
 from testbed.errors import InputError
-from testbed.report.cli import report_command
 from testbed.report.render import dur, format_for, pct, render_html, render_markdown
 from tests.unit.db.test_read_figures import DEBIAN, JOB, seed_database
 

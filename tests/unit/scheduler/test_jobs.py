@@ -11,6 +11,7 @@ import typer
 from sqlalchemy import select
 from typer.testing import CliRunner
 
+from testbed.cli.jobs import _spec, jobs_app
 from testbed.config import Settings
 from testbed.db.engine import open_database
 from testbed.db.models import Run
@@ -18,7 +19,6 @@ from testbed.errors import InputError
 from testbed.model.job import JobSpec, RetryPolicy, expand_matrix, load_job
 from testbed.model.task import discover_tasks, load_definition
 from testbed.runtime import image_catalog
-from testbed.scheduler.cli import _spec, jobs_app
 from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id
 from testbed.testing.images import cache_image
 

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from testbed.cli.validate_tasks import task_ids, write_report
 from testbed.db.engine import open_database
 from testbed.db.models import Run
 from testbed.db.recorder import RunRecorder
 from testbed.model.job import JobSpec, expand_matrix
 from testbed.runtime import image_catalog
 from testbed.scheduler.store import NewRun, create_job_with_runs
-from testbed.scheduler.validate_cli import task_ids, write_report
 from testbed.scheduler.validation import Row, job_spec, merge_report, parse_rows, render_report
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from testbed.analysis.residue import find_residue, record_residue
 from testbed.analysis.residue.stored import load_residue_inputs
-from testbed.db.cli import findings_command
+from testbed.cli.runs import findings_command
 from testbed.db.engine import open_database
 from testbed.db.recorder import RunRecorder
 from testbed.db.records import CommandRecord

@@ -9,15 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
-import typer
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
-from typer.testing import CliRunner
 
 from testbed.db.engine import open_database
 from testbed.errors import InputError
 from testbed.server.dashboard import create_app
-from testbed.server.dashboard_cli import check_bind, dashboard_command, is_loopback
 from testbed.testing.demo import DemoData, seed_demo
 
 
@@ -299,43 +296,6 @@ def test_token_in_query_sets_a_cookie(guarded: httpx.Client) -> None:
     assert guarded.get("/runs?category=web").status_code == 200  # the cookie now suffices
     guarded.cookies.clear()
     assert guarded.get("/runs").status_code == 401
-
-
-# --- CLI bind policy -------------------------------------------------------------------------
-
-
-def test_loopback_detection() -> None:
-    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost") and is_loopback("127.1.2.3")
-    assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("10.0.0.5")
-    assert not is_loopback("example.org")
-    check_bind("127.0.0.1", None)
-    check_bind("0.0.0.0", "t")
-    with pytest.raises(InputError, match="without a token"):
-        check_bind("0.0.0.0", None)
-
-
-def _cli() -> typer.Typer:
-    app = typer.Typer()
-    app.command("dashboard")(dashboard_command)
-
-    @app.command("noop")
-    def _noop() -> None:  # a second command keeps `dashboard` a named sub-command
-        """Nothing."""
-
-    return app
-
-
-def test_cli_refuses_public_bind_without_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("TESTBED_DASHBOARD_TOKEN", raising=False)
-    result = CliRunner().invoke(_cli(), ["dashboard", "--host", "0.0.0.0", "--port", "1"])
-    assert result.exit_code == 2
-    assert "refusing to serve the dashboard on non-loopback address '0.0.0.0' without a token" in result.output
-
-
-def test_cli_missing_database_exits_2(tmp_path: Path) -> None:
-    result = CliRunner().invoke(_cli(), ["dashboard", "--db", f"sqlite:///{tmp_path / 'nope.db'}"])
-    assert result.exit_code == 2
-    assert "no database file" in result.output
 
 
 def test_snapshot_diff_cache_follows_new_snapshots(tmp_path: Path) -> None:

@@ -1,12 +1,12 @@
-"""`testbed run` and `testbed task validate|list`.
+"""`testbed run TASK_DIR`: one run of a task, with live phases and its outcome.
 
-`testbed run` exit statuses: 0 passed, 1 failed, 2 bad input (nothing created),
+Exit statuses: 0 passed, 1 failed, 2 bad input (nothing created),
 3 error (harness failure), 130 cancelled (Ctrl-C: the lab is torn down first).
 
 Bad input is refused before anything exists: `run` checks the settings (`TESTBED_*`), the
 database URL, the task (`testbed.runner.request.admit_task`), the agent and that every
-image is in the cache, and only then opens (creates, migrates) the database. `task
-validate` checks a task the same way, for every image variant it declares.
+image is in the cache, and only then opens (creates, migrates) the database (`testbed task
+validate`, in `testbed.cli.tasks`, checks a task the same way).
 """
 
 from __future__ import annotations
@@ -21,81 +21,32 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.config import Settings, project_root
+from testbed.cli.options import DbOption
+from testbed.config import Settings
 from testbed.db.engine import database_url, open_database
 from testbed.errors import InputError
 from testbed.images.store import ImageStore
-from testbed.model.task import discover_tasks, load_task, load_task_variants
-from testbed.model.task_record import task_hash
-from testbed.render.terminal import cell, error_line, json_text
+from testbed.render.terminal import cell, error_line
 from testbed.runner.events import PhaseEvent, ProvisionProgress, RunEvent, RunFinished, RunStarted
-from testbed.runner.request import RunRequest, RunResult, admit_task, task_policy
+from testbed.runner.request import RunRequest, RunResult, admit_task
 from testbed.runner.warm import WarmStarts
 from testbed.runtime import image_catalog, runtime
 
-task_app = typer.Typer(help="Validate and list tasks.", no_args_is_help=True)
 EXIT_BY_OUTCOME = {"passed": 0, "failed": 1, "error": 3, "cancelled": 130}
-
-
-@task_app.command("validate")
-def task_validate(paths: Annotated[list[Path], typer.Argument(help="task directories")]) -> None:
-    """Check every task as `run`, `launch` and `serve` would, for each image variant it
-    declares; exit 2 on the first problem (file, field, reason)."""
-    budget = Settings.from_env().memory_budget_mb
-    images = set(image_catalog())
-    for path in paths:
-        variants = load_task_variants(path, images=images, memory_budget_mb=budget)
-        for task in variants:
-            task_policy(task)
-        names = ", ".join(variants[0].definition.images)
-        Console(highlight=False).print(cell(f"ok {variants[0].id} ({path}; images: {names})"))
-
-
-@task_app.command("list")
-def task_list(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
-    """Tasks under tasks/ with category, difficulty, variants and checks."""
-    images = set(image_catalog())
-    tasks = [load_task(directory, images=images) for directory in discover_tasks(project_root())]
-    if as_json:
-        rows = [
-            {"id": t.id, "category": t.definition.category, "difficulty": t.definition.difficulty,
-             "images": list(t.definition.images), "nodes": [n.name for n in t.topology.nodes],
-             "checks": [c.id for c in t.definition.checks], "persist": t.definition.persistence_required,
-             "directory": str(t.directory), "hash": task_hash(t.directory)}
-            for t in tasks
-        ]  # fmt: skip
-        typer.echo(json_text(rows))
-        return
-    table = Table()
-    for col in ("id", "category", "difficulty", "images", "nodes", "checks", "persist", "split", "parameters"):
-        table.add_column(col)
-    for task in tasks:
-        d = task.definition
-        table.add_row(
-            d.id,
-            d.category,
-            d.difficulty,
-            ", ".join(d.images),
-            str(len(task.topology.nodes)),
-            str(len(d.checks)),
-            "yes" if d.persistence_required else "",
-            d.split,
-            ", ".join(d.parameters),
-        )
-    Console().print(table)
 
 
 def run_command(
     task_dir: Annotated[Path, typer.Argument(help="task directory (tasks/ID)")],
     image: Annotated[str | None, typer.Option(help="image variant (default: the task's first)")] = None,
     agent: Annotated[str, typer.Option(help="oracle | noop | replay:FILE")] = "oracle",
-    db: Annotated[str | None, typer.Option(help="database URL (default: TESTBED_DB or SQLite in TESTBED_HOME)")] = None,
+    db: DbOption = None,
     redact: Annotated[bool, typer.Option("--redact/--no-redact", help="redact secrets in stored output")] = True,
     cold: Annotated[
         bool, typer.Option("--cold", help="boot fresh guests even when the task's saved post-setup state exists")
     ] = False,
-    seed: Annotated[int | None, typer.Option(help="scenario seed: the task's [parameters] drawn from it (default 0)")]
-    = None,
+    seed: Annotated[
+        int | None, typer.Option(help="scenario seed: the task's [parameters] drawn from it (default 0)")
+    ] = None,
 ) -> None:
     """Run TASK_DIR once with AGENT; prints the run id, live phases and the outcome. The
     first run of a task saves its post-setup state and later runs start from it (a fresh

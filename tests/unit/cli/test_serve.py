@@ -7,8 +7,9 @@ import pytest
 from typer.testing import CliRunner
 
 from testbed.cli import app
+from testbed.cli.bind import is_loopback
+from testbed.cli.serve import check_token_options
 from testbed.errors import InputError
-from testbed.server.envapi.cli import check_token_options, is_loopback
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost", "LOCALHOST"])

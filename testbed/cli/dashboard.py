@@ -8,7 +8,7 @@ Contracts:
   `TESTBED_DASHBOARD_TOKEN` so it stays out of `ps`), every request must carry it.
 - The database (`--db`, else `TESTBED_DB`, else the SQLite file under `TESTBED_HOME`) is
   opened read-only and never migrated; a missing or never-migrated database exits with 2.
-  With `--demo`, a new database of sample runs is written first (`testbed.demo_cli`; into
+  With `--demo`, a new database of sample runs is written first (`testbed.cli.demo`; into
   `--db` when given, which must then hold no run) and served.
 - Requests must name the dashboard in `Host` as the bind address allows
   (`testbed.server.dashboard.hosts.HostPolicy`: DNS rebinding); `--allow-host NAME`
@@ -17,27 +17,15 @@ Contracts:
 
 from __future__ import annotations
 
-import ipaddress
 import sys
 from typing import Annotated
 
 import typer
 
+from testbed.cli.bind import is_loopback
+from testbed.cli.options import EXIT_INPUT
 from testbed.errors import InputError
 from testbed.render.terminal import neutralise
-
-EXIT_INPUT = 2
-
-
-def is_loopback(host: str) -> bool:
-    """True for `localhost` and loopback IP addresses (127.0.0.0/8, ::1); False for every
-    other name or address, including `0.0.0.0` and `::`."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -84,7 +72,7 @@ def dashboard_command(
         from testbed.server.dashboard.hosts import HostPolicy
 
         if demo:
-            from testbed.demo_cli import demo_url, seed_demo_database
+            from testbed.cli.demo import demo_url, seed_demo_database
 
             db = db or demo_url()
             print(f"writing sample runs into {neutralise(db)} …", file=sys.stderr)

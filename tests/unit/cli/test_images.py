@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from testbed.images.cli import app
+from testbed.cli.images import app
 from testbed.model.images import load_catalog
 
 runner = CliRunner()
@@ -67,7 +67,7 @@ def test_bad_catalog_entry_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_build_reports_each_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from testbed.images import cli
+    from testbed.cli import images as image_commands
     from testbed.images.build import ProgressFn
     from testbed.images.store import ImageManifest, ImageStore, StoredImage
     from testbed.model.images import ImageDef
@@ -87,7 +87,7 @@ def test_build_reports_each_stage(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         (directory / "disk.qcow2").write_bytes(b"x")
         return StoredImage(ImageManifest("debian-12", "k" * 16, "debootstrap", "0" * 64, 1), directory)
 
-    monkeypatch.setattr(cli, "build_image", fake_build)
+    monkeypatch.setattr(image_commands, "build_image", fake_build)
     result = runner.invoke(app, ["build", "debian-12", "--force"])
     assert result.exit_code == 0, result.output
     assert calls == [("debian-12", True)]

@@ -1,4 +1,9 @@
-"""The `testbed` command line. Sub-commands live beside the code they drive.
+"""The `testbed` command line: the root Typer app and `main`, the `testbed` script's entry
+point (`python -m testbed.cli` runs it too).
+
+Every command group lives in its own module of this package (`testbed.cli.lab`,
+`testbed.cli.runs`, `testbed.cli.jobs`, ...); this module only registers them. The command
+line sits at the top of the layers: no other package of testbed imports `testbed.cli`.
 
 Exit statuses: 0 success; 1 a failure the command reports (a failed run, an unhealthy host);
 2 bad input (file, field and problem named; nothing was created); 3 a harness error
@@ -11,24 +16,27 @@ import sys
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from testbed.analysis.cli import app as analyze_app
-from testbed.analysis.redact.cli import redact_command
-from testbed.db.cli import db_app, runs_app
-from testbed.demo_cli import demo_command
+from testbed.cli.analyze import app as analyze_app
+from testbed.cli.dashboard import dashboard_command
+from testbed.cli.db import db_app
+from testbed.cli.demo import demo_command
+from testbed.cli.doctor import doctor_command
+from testbed.cli.export import export_command
+from testbed.cli.gate import gate_command
+from testbed.cli.images import app as image_app
+from testbed.cli.imports import import_app
+from testbed.cli.jobs import jobs_app, launch_command
+from testbed.cli.lab import lab_app, reap_command
+from testbed.cli.options import EXIT_HARNESS, EXIT_INPUT
+from testbed.cli.redact import redact_command
+from testbed.cli.report import report_command
+from testbed.cli.run import run_command
+from testbed.cli.runs import runs_app
+from testbed.cli.serve import serve_command, state_app
+from testbed.cli.tasks import task_app
 from testbed.errors import HarnessError, InputError
-from testbed.export.cli import export_command
-from testbed.hypervisor.cli import lab_app, reap_command
-from testbed.images.cli import app as image_app
-from testbed.importers.cli import import_app
 from testbed.render.terminal import error_line
-from testbed.report.cli import report_command
-from testbed.runner.cli import run_command, task_app
-from testbed.scheduler.cli import jobs_app, launch_command
-from testbed.scheduler.gate_cli import gate_command
-from testbed.server.dashboard_cli import dashboard_command
-from testbed.server.envapi.cli import serve_command, state_app
 
 app = typer.Typer(
     name="testbed",
@@ -55,28 +63,13 @@ app.command("report")(report_command)
 app.command("redact")(redact_command)
 app.add_typer(import_app, name="import")
 app.command("demo")(demo_command)
+app.command("doctor")(doctor_command)
 
-EXIT_INPUT = 2
-EXIT_HARNESS = 3
-
-
-@app.command()
-def doctor() -> None:
-    """Check that this host can run labs; prints the fix for every failing line."""
-    from testbed.doctor import healthy, run_doctor
-
-    checks = run_doctor()
-    table = Table(title="testbed doctor")
-    for col in ("check", "status", "detail", "fix"):
-        table.add_column(col, overflow="fold")
-    style = {"ok": "green", "warn": "yellow", "fail": "red"}
-    for c in checks:
-        table.add_row(c.name, f"[{style[c.status]}]{c.status}[/]", c.detail, c.fix)
-    Console().print(table)
-    raise typer.Exit(0 if healthy(checks) else 1)
+__all__ = ["EXIT_HARNESS", "EXIT_INPUT", "app", "main"]
 
 
 def main() -> None:
+    """Run the command line; `InputError` exits 2, `HarnessError` 3, Ctrl-C 130."""
     # soft_wrap: never break an error line (file paths stay whole and greppable)
     err = Console(stderr=True, soft_wrap=True)
     try:
@@ -90,7 +83,3 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)
-
-
-if __name__ == "__main__":
-    main()

@@ -12,11 +12,11 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
+from testbed.cli.export import export_command
 from testbed.db.engine import open_database
 from testbed.db.recorder import create_job
 from testbed.errors import InputError
 from testbed.export import SCHEMAS, TABLE_NAMES
-from testbed.export.cli import export_command
 from testbed.testing.sample_run import record_sample_run
 from tests.unit.export.test_dataset import plain_turns, record_turns
 

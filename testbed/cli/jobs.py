@@ -1,11 +1,5 @@
 """`testbed launch` and `testbed jobs list|show|cancel`.
 
-Register in testbed/cli.py with:
-
-    from testbed.scheduler.cli import jobs_app, launch_command
-    app.command("launch")(launch_command)
-    app.add_typer(jobs_app, name="jobs")
-
 `testbed launch JOB.yaml` (or flags: `--task`, `--category`, `--image`, `--agent`, ...)
 creates the job and one pending run per matrix cell x attempt, prints `job <id>`, then runs
 it with a live view. `testbed launch --resume JOB_ID` continues an interrupted job (runs
@@ -33,24 +27,26 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from sqlalchemy.orm import Session, sessionmaker
 
+from testbed.cli.options import DbOption
 from testbed.config import Settings, project_root
 from testbed.db.engine import database_url, open_database
 from testbed.db.read import open_existing, open_read_only, to_jsonable
 from testbed.db.read.jobs import JobProgress, final_errors, job_detail, recent_jobs
 from testbed.errors import InputError
 from testbed.model.fields import positive_seconds
+from testbed.model.images import ImageDef
 from testbed.model.job import JobSpec, job_from_options, load_job
 from testbed.render.format import timestamp
-from testbed.render.terminal import cell, error_line, json_text, shown_id
+from testbed.render.terminal import cell, json_text, shown_id
 from testbed.runtime import image_catalog
 from testbed.scheduler.coordinator import CoordinatorConfig, JobSummary
-from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id, run_job
+from testbed.scheduler.launch import PreparedJob, create, load_prepared, prepare, resolve_job_id, run_job
 from testbed.scheduler.progress import LineView, LiveView
 from testbed.scheduler.store import cancel_job
 
 jobs_app = typer.Typer(help="List, inspect and cancel jobs (batches of runs).", no_args_is_help=True)
-DbOption = Annotated[str | None, typer.Option(help="database URL (default: TESTBED_DB or SQLite in TESTBED_HOME)")]
 
 
 def launch_command(
@@ -64,8 +60,9 @@ def launch_command(
         typer.Option(help="oracle | noop | replay:FILE | openai:MODEL | a plug-in (repeatable: compare agents)"),
     ] = None,
     attempts: Annotated[int | None, typer.Option(help="runs per matrix cell")] = None,
-    seed: Annotated[list[int] | None, typer.Option("--seed", help="scenario seed (repeatable: a matrix over seeds)")]
-    = None,
+    seed: Annotated[
+        list[int] | None, typer.Option("--seed", help="scenario seed (repeatable: a matrix over seeds)")
+    ] = None,
     split: Annotated[str | None, typer.Option(help="train | heldout | all (default: the job's, else train)")] = None,
     include_heldout: Annotated[
         bool, typer.Option("--include-heldout", help="allow held-out tasks (refused otherwise)")
@@ -87,36 +84,69 @@ def launch_command(
     if resume is not None:
         if job is not None:
             raise InputError(None, "--resume", "give either a job file or --resume JOB_ID, not both")
-        sessions = open_existing(db)
-        job_id = resolve_job_id(sessions, resume)
-        prepared, cancelled = load_prepared(sessions, job_id)
-        if cancelled:
-            raise InputError(None, "--resume", f"job {job_id[:8]} was cancelled")
+        sessions, job_id, prepared = _resumed(db, resume)
     else:
-        spec = _spec(job, task, category, image, agent, attempts, retries, vm_slots, name,
-                     seeds=seed, split=split, include_heldout=include_heldout)
+        spec = _spec(
+            job,
+            task,
+            category,
+            image,
+            agent,
+            attempts,
+            retries,
+            vm_slots,
+            name,
+            seeds=seed,
+            split=split,
+            include_heldout=include_heldout,
+        )
         prepared = prepare(spec, project_root(), images, settings, file=job)
-        sessions = open_database(url)
-        job_id = create(sessions, prepared)
+        sessions, job_id = _created(url, prepared)
     out = Console(highlight=False)
     out.print(f"job {job_id}")
     config = CoordinatorConfig(lease_ttl_s=lease_ttl, heartbeat_s=max(1.0, lease_ttl / 6))
-    live = progress and out.is_terminal
-    if live:
-        with LiveView(out) as view:
-            summary = asyncio.run(
-                run_job(sessions, job_id, prepared, settings, images, view=view, on_event=view.event, config=config)
-            )
-    else:
-        lines = LineView(out)
-        summary = asyncio.run(
-            run_job(sessions, job_id, prepared, settings, images, on_event=lines.event, config=config)
-        )
+    summary = _run_with_view(out, progress, sessions, job_id, prepared, settings, images, config)
     _print_summary(out, summary)
     if summary.interrupted:
         out.print(f"stopped; continue with: testbed launch --resume {job_id[:12]}")
         raise typer.Exit(130)
     raise typer.Exit(0 if not _final_errors(sessions, job_id) else 1)
+
+
+def _created(url: str, prepared: PreparedJob) -> tuple[sessionmaker[Session], str]:
+    """The database (created and migrated when new) and the id of the job written to it."""
+    sessions = open_database(url)
+    return sessions, create(sessions, prepared)
+
+
+def _resumed(db: str | None, resume: str) -> tuple[sessionmaker[Session], str, PreparedJob]:
+    """The existing database, the job's id and its prepared cells (`--resume`)."""
+    sessions = open_existing(db)
+    job_id = resolve_job_id(sessions, resume)
+    prepared, cancelled = load_prepared(sessions, job_id)
+    if cancelled:
+        raise InputError(None, "--resume", f"job {job_id[:8]} was cancelled")
+    return sessions, job_id, prepared
+
+
+def _run_with_view(
+    out: Console,
+    progress: bool,
+    sessions: sessionmaker[Session],
+    job_id: str,
+    prepared: PreparedJob,
+    settings: Settings,
+    images: dict[str, ImageDef],
+    config: CoordinatorConfig,
+) -> JobSummary:
+    """Run the job with a live view on a terminal (when `progress`), else one line per event."""
+    if progress and out.is_terminal:
+        with LiveView(out) as view:
+            return asyncio.run(
+                run_job(sessions, job_id, prepared, settings, images, view=view, on_event=view.event, config=config)
+            )
+    lines = LineView(out)
+    return asyncio.run(run_job(sessions, job_id, prepared, settings, images, on_event=lines.event, config=config))
 
 
 def _spec(
@@ -268,28 +298,3 @@ def jobs_cancel(job: Annotated[str, typer.Argument(help="job id or prefix")], db
         f"job {job_id[:8]} cancelled: {count} pending run(s) cancelled; running runs stop at their "
         "coordinator's next heartbeat"
     )
-
-
-def main() -> None:
-    """`python -m testbed.scheduler.cli launch|jobs ...`: the same commands before they are
-    registered in `testbed.cli` (exit statuses as there: 2 bad input, 3 harness error)."""
-    import sys
-
-    from testbed.errors import HarnessError
-
-    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
-    app.command("launch")(launch_command)
-    app.add_typer(jobs_app, name="jobs")
-    err = Console(stderr=True, soft_wrap=True)
-    try:
-        app()
-    except InputError as exc:
-        err.print(error_line("error", str(exc)), highlight=False)
-        sys.exit(2)
-    except HarnessError as exc:
-        err.print(error_line("harness error", str(exc)), highlight=False)
-        sys.exit(3)
-
-
-if __name__ == "__main__":
-    main()

@@ -21,26 +21,23 @@ Contracts:
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from testbed.cli.bind import is_loopback
+from testbed.cli.options import EXIT_INPUT, DbOption
 from testbed.errors import InputError
 from testbed.model.fields import positive_seconds
 from testbed.model.task import TASK_ID_RE
-
-EXIT_INPUT = 2
 
 
 def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="TCP port.")] = 8090,
-    db: Annotated[
-        str | None, typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME).")
-    ] = None,
+    db: DbOption = None,
     token: Annotated[
         str | None,
         typer.Option("--token", envvar="TESTBED_ENV_TOKEN", help="Bearer token clients must send (default: random)."),
@@ -70,10 +67,7 @@ def serve_command(
         from testbed.server.envapi.backend import open_runner_manager
 
         Settings.from_env()  # every TESTBED_* setting, before the database is created
-        if task is not None and not (
-            TASK_ID_RE.match(task) and (project_root() / "tasks" / task / "task.toml").is_file()
-        ):
-            raise InputError(None, "--task", f"no task '{task}' under {project_root() / 'tasks'}")
+        _check_task(task)
         database = open_database(db)
         opener = open_runner_manager(
             database,
@@ -90,8 +84,19 @@ def serve_command(
     if not token and not no_token:
         token = secrets.token_urlsafe(24)
         print(f"generated token: {token}", file=sys.stderr)
-    app = create_app(opener, None if no_token else token, default_task=task)
+    _serve(create_app(opener, None if no_token else token, default_task=task), host, port, no_token=no_token)
 
+
+def _check_task(task: str | None) -> None:
+    """`InputError` unless `task` is None or names a task directory under tasks/."""
+    from testbed.config import project_root
+
+    if task is not None and not (TASK_ID_RE.match(task) and (project_root() / "tasks" / task / "task.toml").is_file()):
+        raise InputError(None, "--task", f"no task '{task}' under {project_root() / 'tasks'}")
+
+
+def _serve(app: Any, host: str, port: int, *, no_token: bool) -> None:
+    """Announce the address on stderr and serve `app` with uvicorn until stopped."""
     import uvicorn
 
     from testbed.server.envapi.guard import MAX_BODY
@@ -100,16 +105,6 @@ def serve_command(
     needs = "no token (loopback only)" if no_token else "token required"
     print(f"testbed environment API on http://{shown}:{port}/ ({needs})", file=sys.stderr)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, ws_max_size=MAX_BODY)
-
-
-def is_loopback(host: str) -> bool:
-    """True for `localhost` and the loopback addresses (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_token_options(host: str, token: str | None, no_token: bool) -> None:

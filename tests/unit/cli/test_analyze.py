@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from testbed.analysis.cli import annotate_lines, app
+from testbed.cli.analyze import annotate_lines, app
 from testbed.errors import InputError
 
 runner = CliRunner()

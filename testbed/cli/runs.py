@@ -1,19 +1,18 @@
-"""CLI of the run database: `testbed db ...` and `testbed runs ...` (Typer sub-apps that
-the main CLI registers with `app.add_typer(db_app, name="db")` and
-`app.add_typer(runs_app, name="runs")`).
+"""`testbed runs ...`: recorded runs from the run database (`testbed db` is
+`testbed.cli.db`).
 
 Every command takes `--db URL` (else env `TESTBED_DB`, else the SQLite file under
-`TESTBED_HOME`). `db upgrade` creates and migrates the database; the `runs` commands only
-read it (`testbed.db.read.open_read_only`: a missing file or an old schema is bad input,
-exit status 2, and nothing is created). An unknown, too short or ambiguous run id raises
-`InputError` (exit status 2 in the main CLI). Stored text reaches the terminal only through
-`testbed.render.terminal` (never Rich markup, control sequences neutralised).
+`TESTBED_HOME`) and only reads the database (`testbed.db.read.open_read_only`: a missing
+file or an old schema is bad input, exit status 2, and nothing is created). An unknown, too
+short or ambiguous run id raises `InputError` (exit status 2 in the main CLI). Stored text
+reaches the terminal only through `testbed.render.terminal` (never Rich markup, control
+sequences neutralised).
 
 `runs list [--job J] [--task T] [--agent A] [--outcome O] [--json]` lists the newest runs
 matching every filter given (ids whole when stdout is not a terminal, and in JSON).
 `runs show RUN_ID [--json]` prints everything about a run and its trajectory
 (`testbed.db.read.trajectory`; `--json` adds it under `trajectory`). `runs compare A B
-[--json]` puts two runs of one task side by side (`testbed.db.stream_cli`).
+[--json]` puts two runs of one task side by side (`testbed.cli.trajectory`).
 
 `runs findings RUN_ID [--kind K] [--json]` lists a run's findings in id order, each with
 kind, category, node, summary and the attributed command (seq and first line, or `-`);
@@ -29,38 +28,27 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy.engine import make_url
 
-from testbed.db.engine import database_url
-from testbed.db.migrate import current_revision, head_revision, upgrade
+from testbed.cli.options import DbOption
+from testbed.cli.trajectory import comparison_table, print_trajectory
 from testbed.db.read import RunDetail, RunFilter, RunSummary, list_runs, open_read_only, resolve_job_id, run_detail
 from testbed.db.read.artifacts import artifact_infos, artifact_text
 from testbed.db.read.compare import compare_runs
 from testbed.db.read.filters import OUTCOME_FILTERS, check_outcome
 from testbed.db.read.findings import FindingInfo, load_findings
 from testbed.db.read.trajectory import trajectory
-from testbed.db.stream_cli import comparison_table, print_trajectory
 from testbed.egress.query import egress_rows
 from testbed.egress.render import egress_json, egress_table
 from testbed.errors import InputError
 from testbed.render.format import duration, first_line, timestamp
 from testbed.render.terminal import cell, console, json_text, neutralise, shown_id
 
-db_app = typer.Typer(help="Manage the run database.", no_args_is_help=True)
 runs_app = typer.Typer(help="Inspect recorded runs.", no_args_is_help=True)
 
-DbOption = Annotated[
-    str | None,
-    typer.Option("--db", help="Database URL (default: $TESTBED_DB, else SQLite in TESTBED_HOME)."),
-]
 RunIdArgument = Annotated[str, typer.Argument(help="Run id or a unique prefix (at least 4 characters).")]
 
 OUTCOME_STYLE = {"passed": "green", "failed": "red", "error": "yellow", "cancelled": "dim"}
 CHECK_STYLE = {"passed": "green", "failed": "red", "indeterminate": "yellow"}
-
-
-def _safe_url(url: str) -> str:
-    return make_url(url).render_as_string(hide_password=True)
 
 
 def _table(title: str, columns: tuple[str, ...], **column_options: dict[str, Any]) -> Table:
@@ -68,21 +56,6 @@ def _table(title: str, columns: tuple[str, ...], **column_options: dict[str, Any
     for column in columns:
         table.add_column(column, **column_options.get(column, {}))
     return table
-
-
-@db_app.command("upgrade")
-def db_upgrade(db: DbOption = None) -> None:
-    """Migrate the run database to the newest schema and print its revision."""
-    url = database_url(db)
-    revision = upgrade(url)
-    typer.echo(f"{_safe_url(url)}: at revision {revision}")
-
-
-@db_app.command("current")
-def db_current(db: DbOption = None) -> None:
-    """Print the database's schema revision and the newest one available."""
-    url = database_url(db)
-    typer.echo(f"{_safe_url(url)}: at revision {current_revision(url) or '(none)'}; head is {head_revision()}")
 
 
 @runs_app.command("list")

@@ -1,5 +1,5 @@
 """A run's trajectory and two runs side by side on a terminal: the stream section of
-`testbed runs show` and the table of `testbed runs compare A B` (`testbed.db.cli`).
+`testbed runs show` and the table of `testbed runs compare A B` (`testbed.cli.runs`).
 
 The stream is built once by `testbed.db.read.trajectory`; this module only draws it. Every
 stored text goes through `testbed.render.terminal.cell` (no markup, no control sequence).

@@ -25,9 +25,9 @@ from testbed.errors import HarnessError, InputError
 from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.hostlink import HostLink, SshTarget
-from testbed.hypervisor.lab import Lab, check_name_free
+from testbed.hypervisor.lab import Lab
 from testbed.hypervisor.labhost import files_of_lab, lab_host_for
-from testbed.hypervisor.labstate import LabState, all_lab_states, find_lab
+from testbed.hypervisor.labstate import LabState, all_lab_states, check_name_free, find_lab
 from testbed.hypervisor.leases import LeaseStore
 from testbed.hypervisor.linkmap import graph, lab_map, topology_map
 from testbed.hypervisor.reaper import ReapReport, reap
