@@ -4,7 +4,10 @@ Contracts:
 - The host key is pinned: the connection is refused unless the guest presents exactly the
   key the harness generated for it (no trust on first use).
 - At most `max_channels` commands run at once on a node (OpenSSH's default `MaxSessions 10`
-  refuses an 11th channel); further `exec` calls wait for a free channel.
+  refuses an 11th channel); further `exec` calls wait for a free channel. Beside them the
+  connection holds at most `AUX_CHANNELS` short harness channels (listing a command's
+  background children, killing a timed-out command's group) and `MAX_LINGERING` channels
+  kept open for background children: 5 + 1 + 3 stays under sshd's 10.
 - A dropped connection is re-established once per call before the command starts; a
   connection lost while a command runs raises `GuestConnectionError` (the command's effect
   on the guest is unknown, so it is not retried).
@@ -39,6 +42,8 @@ from testbed.guest.result import ExecResult
 DEFAULT_MAX_OUTPUT = 64 * 1024
 CONNECT_TIMEOUT_S = 10.0
 MAX_LINGERING = 3
+AUX_CHANNELS = 1
+"""Harness channels beside the commands' (see the module contract)."""
 REAP_TIMEOUT_S = 15.0
 
 Reaper = Callable[[str], Awaitable[object]]
@@ -74,7 +79,7 @@ class GuestSession:
         username: str = "root",
         port: int = 22,
         dialect: str | Dialect = "debian",
-        max_channels: int = 6,
+        max_channels: int = 5,
         tunnel: TunnelSource | None = None,
         reaper: Reaper | None = None,
     ) -> None:
@@ -89,6 +94,7 @@ class GuestSession:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._connect_lock = asyncio.Lock()
         self._channels = asyncio.Semaphore(max_channels)
+        self._aux = asyncio.Semaphore(AUX_CHANNELS)
         self._lingering: list[CommandChannel] = []
 
     def pin_host_key(self, line: str) -> None:
@@ -198,7 +204,8 @@ class GuestSession:
         assert self._conn is not None
         if chan.pid is not None:
             with contextlib.suppress(OSError, asyncssh.Error, TimeoutError):
-                await asyncio.wait_for(self._conn.run(kill_group_command(chan.pid)), 15)
+                async with self._aux:
+                    await asyncio.wait_for(self._conn.run(kill_group_command(chan.pid)), 15)
         elif token is not None and self.reaper is not None:
             with contextlib.suppress(HarnessError, TimeoutError):
                 await asyncio.wait_for(self.reaper(token), REAP_TIMEOUT_S)
@@ -237,7 +244,8 @@ class GuestSession:
         """The processes still in session `sid` (the command's shell's, now exited)."""
         assert self._conn is not None
         try:
-            listed = await asyncio.wait_for(self._conn.run(session_members_command(sid)), 15)
+            async with self._aux:
+                listed = await asyncio.wait_for(self._conn.run(session_members_command(sid)), 15)
         except (OSError, asyncssh.Error, TimeoutError):
             return ()
         out = listed.stdout if isinstance(listed.stdout, str) else (listed.stdout or b"").decode(errors="replace")

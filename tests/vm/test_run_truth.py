@@ -139,7 +139,7 @@ def test_lockouts_background_cancel_and_console(vm_home: Path, tmp_path: Path) -
         [
             "nohup python3 -m http.server 8081 & echo started",
             "nohup sleep 600 &",
-            "pgrep -f 'http.server 8081' && pgrep -f 'sleep 600'",
+            "pgrep -f '[h]ttp.server 8081' && pgrep -f '[s]leep 600'",  # [x]: not the pgrep's own shell
             "sleep 1",
         ],
     )
