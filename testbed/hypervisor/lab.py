@@ -183,7 +183,9 @@ class Lab:
         self.lease = await self._acquire_lease(owner, len(leased_nets))
         state = self.state = self._new_state(owner)
         self.plan = plan = plan_addresses(
-            self.topology, self.lease.subnets[0], dict(zip(leased_nets, self.lease.subnets[1:], strict=True))
+            self.topology,
+            self.lease.subnets[0],
+            dict(zip(leased_nets, self.lease.subnets[1 : 1 + len(leased_nets)], strict=True)),
         )
         state.links = [list(row) for row in plan.link_map()]
         macs = node_macs(self.topology, plan, iter(self.lease.macs))

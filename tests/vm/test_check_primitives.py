@@ -25,7 +25,7 @@ from testbed.runner.recording import CommandRecorder
 from testbed.runner.verify import run_check
 from testbed.runtime import runtime
 
-pytestmark = [pytest.mark.vm, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.vm, pytest.mark.long, pytest.mark.timeout(1200)]
 
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("service", {"name": "ssh", "active": True, "enabled": True}, "passed"),

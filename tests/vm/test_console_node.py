@@ -27,7 +27,7 @@ from testbed.runtime import image_catalog, runtime
 
 from .conftest import assert_clean
 
-pytestmark = [pytest.mark.vm, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.vm, pytest.mark.long, pytest.mark.timeout(1800)]
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,7 @@ SOLVE = (ROOT / "tasks" / TASK / "solution" / "solve.sh").read_text()
 DIAGNOSE = "systemctl status nginx --no-pager; ss -Hltnp 'sport = :80'"
 
 
+@pytest.mark.long  # the refusal test below keeps the OpenAI agent on a guest in every CI run
 def test_openai_agent_solves_task(vm_home: Path, tmp_path: Path) -> None:
     db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
     task = load_task(ROOT / "tasks" / TASK, images=set(image_catalog()))

@@ -30,7 +30,7 @@ from testbed.runner.recording import CommandRecorder
 from testbed.runner.snapshots import snapshot_node
 from testbed.runtime import runtime
 
-pytestmark = pytest.mark.vm
+pytestmark = [pytest.mark.vm, pytest.mark.long]
 
 MATRIX = ["debian-11", "debian-12", "debian-13", "debian-12-openrc", "debian-13-cloud", "debian-13-cloud-uefi"]
 VERSION_ID = {"debian-11": "11", "debian-12": "12", "debian-13": "13", "debian-12-openrc": "12"}

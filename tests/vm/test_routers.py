@@ -42,7 +42,7 @@ from testbed.runtime import image_catalog, runtime
 
 from .conftest import ROOT, assert_clean
 
-pytestmark = [pytest.mark.vm, pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.vm, pytest.mark.long, pytest.mark.timeout(3600)]
 
 OSPF = "configure terminal\nrouter ospf\n network 10.0.0.0/8 area 0\nend"
 
