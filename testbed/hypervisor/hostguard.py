@@ -13,9 +13,11 @@ A guest may reach no lab-host service other than what the run is meant to reach
 - accepts DHCP requests (udp 67: cloud-init images take their address from libvirt's
   dnsmasq);
 - accepts new TCP connections to exactly the ports in `allow_tcp_ports` (by default
-  `EGRESS_PORT`, where a lab with egress finds its proxy: `testbed.egress`), on management
-  bridges (`tb*-mgmt`) only, to the address of the bridge they arrive on
-  (`fib daddr . iif type local`); on a lab without egress nothing listens there;
+  `EGRESS_PORT`, where a lab with egress finds its proxy: `testbed.egress`), only to the
+  address of the bridge they arrive on (`fib daddr . iif type local`: the management
+  bridge's; data segments carry no host address); on a lab without egress nothing listens
+  there. (nftables matches interface names by prefix only — `tb*-mgmt` would be a literal
+  name — so the bridge is told by its address, not by its name's suffix);
 - drops everything else (new TCP/UDP connections, pings, DNS).
 
 Forwarding between bridges is not this table's job: isolated libvirt networks (no
@@ -48,7 +50,6 @@ if TYPE_CHECKING:
 TABLE = "testbed_guard"
 BRIDGE_PATTERN = "tb*"
 
-MGMT_BRIDGE_PATTERN = "tb*-mgmt"
 EGRESS_PORT = 3127
 """The TCP port of the egress proxy on each management bridge address (reserved for it)."""
 DEFAULT_ALLOWED_PORTS: tuple[int, ...] = (EGRESS_PORT,)
@@ -66,7 +67,7 @@ def ruleset(allow_tcp_ports: Sequence[int] = ()) -> str:
     if ports:
         listed = ", ".join(str(p) for p in ports)
         admit = (
-            f'        iifname "{MGMT_BRIDGE_PATTERN}" fib daddr . iif type local '
+            f'        iifname "{BRIDGE_PATTERN}" fib daddr . iif type local '
             f"tcp dport {{ {listed} }} ct state new accept\n"
         )
     return f"""\
