@@ -11,6 +11,12 @@ A lost connection (libvirtd restarted, the SSH link of a `qemu+ssh://` URI dropp
 answer means gone. Guests keep running across a libvirtd restart, so a run goes on (the
 domains lose their autodestroy binding to the old connection; teardown and the reaper
 still remove them). When the daemon does not come back, the call raises `HarnessError`.
+
+Keepalive: with an event loop registered (`testbed.hypervisor.events`) libvirt's client
+declares a connection dead after 5 unanswered keepalives 5 s apart, and libvirtd then
+autodestroys every domain the connection started. On a loaded 2-core host a busy process
+can miss 25 s of keepalives while its guests are fine, so connections are opened with
+`KEEPALIVE` (15 s x 20: five minutes of silence) instead.
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ log = logging.getLogger(__name__)
 
 RECONNECT_S = 30.0
 _GONE = frozenset({libvirt.VIR_ERR_NO_DOMAIN, libvirt.VIR_ERR_NO_NETWORK})
+
+
+KEEPALIVE = (15, 20)
+"""libvirt client keepalive: interval (s) and unanswered count (see the module docstring)."""
 
 
 def means_gone(exc: libvirt.libvirtError) -> bool:
@@ -116,6 +126,8 @@ class Hypervisor:
     def _open_watched(self) -> libvirt.virConnect:
         conn = libvirt.open(self.uri)
         self.events.watch(conn)
+        with contextlib.suppress(libvirt.libvirtError):  # drivers without keepalive (test://)
+            conn.setKeepAlive(*KEEPALIVE)
         return conn
 
     def _alive(self) -> bool:
