@@ -204,8 +204,7 @@ class GuestSession:
         assert self._conn is not None
         if chan.pid is not None:
             with contextlib.suppress(OSError, asyncssh.Error, TimeoutError):
-                async with self._aux:
-                    await asyncio.wait_for(self._conn.run(kill_group_command(chan.pid)), 15)
+                await self._aux_run(kill_group_command(chan.pid))
         elif token is not None and self.reaper is not None:
             with contextlib.suppress(HarnessError, TimeoutError):
                 await asyncio.wait_for(self.reaper(token), REAP_TIMEOUT_S)
@@ -216,40 +215,41 @@ class GuestSession:
 
     async def _settle(self, chan: CommandChannel) -> tuple[dict[str, Any], ...]:
         """The shell exited. When its background children hold the channel, keep it open
-        (drained) so they live on, and list them — the listing starts at once, beside the
-        wait for EOF, so a command that leaves a daemon returns as fast as one that does
-        not. At most `MAX_LINGERING` such channels stay open per connection (sshd's session
-        limit): the oldest is closed beyond."""
-        listing = asyncio.ensure_future(self._members(chan.pid)) if chan.pid is not None else None
-        try:
-            lingering = await chan.settle()
-        except BaseException:
-            if listing is not None:
-                listing.cancel()
-            raise
-        if not lingering:
-            if listing is not None:
-                listing.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await listing
+        (drained) so they live on, and list them. The listing starts only then: a listing
+        cancelled half-way would leave its own channel open on the guest (sshd's session
+        limit). At most `MAX_LINGERING` such channels stay open per connection: the oldest is
+        closed beyond."""
+        if not await chan.settle():
             chan.close()
             await chan.closed()
             return ()
         self._lingering.append(chan)
         while len(self._lingering) > MAX_LINGERING:
             self._lingering.pop(0).close()
-        return await listing if listing is not None else ()
+        return await self._members(chan.pid) if chan.pid is not None else ()
 
     async def _members(self, sid: int) -> tuple[dict[str, Any], ...]:
         """The processes still in session `sid` (the command's shell's, now exited)."""
-        assert self._conn is not None
         try:
-            async with self._aux:
-                listed = await asyncio.wait_for(self._conn.run(session_members_command(sid)), 15)
+            out = await self._aux_run(session_members_command(sid))
         except (OSError, asyncssh.Error, TimeoutError):
             return ()
-        out = listed.stdout if isinstance(listed.stdout, str) else (listed.stdout or b"").decode(errors="replace")
         return tuple(parse_members(out))
+
+    async def _aux_run(self, command: str, timeout: float = 15) -> str:
+        """A short harness command on the auxiliary channel; its stdout. The channel is
+        closed on every path (a timeout or a cancellation included), so it never keeps one
+        of sshd's sessions."""
+        assert self._conn is not None
+        async with self._aux:
+            process = await self._conn.create_process(command, encoding="utf-8", errors="replace")
+            try:
+                stdout, _ = await asyncio.wait_for(process.communicate(), timeout)
+            finally:
+                process.close()
+                with contextlib.suppress(OSError, asyncssh.Error, TimeoutError):
+                    await asyncio.wait_for(process.wait_closed(), 5)
+        return stdout if isinstance(stdout, str) else ""
 
     async def _open_channel(self, command: str, max_output: int, marker: bool, token: str | None) -> CommandChannel:
         """Open a channel (with the CLI token in its environment, when given); a refusal

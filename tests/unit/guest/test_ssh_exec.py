@@ -113,3 +113,21 @@ def test_exit_status_stdin_and_bounded_output(sshd: tuple[GuestSession, Path]) -
         await session.close()
 
     asyncio.run(go())
+
+
+def test_many_commands_and_more_at_once_than_sshd_sessions_never_exhaust_them(sshd: tuple[GuestSession, Path]) -> None:
+    """sshd (MaxSessions 10) refuses an 11th session: neither a long series of commands (each
+    settled, some leaving background children) nor more concurrent commands than that may
+    leave sessions open or open too many."""
+    session, work = sshd
+
+    async def go() -> None:
+        await session.connect()
+        for i in range(25):
+            done = await session.exec(f"echo {i}" if i % 5 else f"sleep 30 >/dev/null 2>&1 & echo {i}", timeout=20)
+            assert (done.exit_code, done.stdout) == (0, f"{i}\n"), done
+        many = await asyncio.gather(*(session.exec(f"sleep 0.5; echo {i}", timeout=30) for i in range(14)))
+        assert [r.stdout for r in many] == [f"{i}\n" for i in range(14)]
+        await session.close()
+
+    asyncio.run(go())
