@@ -44,7 +44,8 @@ from .conftest import ROOT, assert_clean
 
 pytestmark = [pytest.mark.vm, pytest.mark.long, pytest.mark.timeout(3600)]
 
-OSPF = "configure terminal\nrouter ospf\n network 10.0.0.0/8 area 0\nend"
+OSPF = "configure terminal\nrouter ospf\n network 10.0.0.0/16 area 0\nend"
+"""The lab's links and LANs (10.0.x), not the management network (10.213+ in these tests)."""
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +132,8 @@ command_time_s = 60
 id = "R1"
 description = "h1 reaches h2 across the routers"
 node = "h1"
-command = "ping -c3 -W3 10.0.2.2"
+command = "for i in $(seq 20); do ping -c1 -W2 10.0.2.2 >/dev/null && exit 0; sleep 3; done; exit 1"
+timeout_s = 150
 persist = true
 
 [[checks]]
