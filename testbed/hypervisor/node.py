@@ -42,6 +42,10 @@ class GuestUnreachable(HarnessError):
     """The node has no working channel left (the agent cut SSH and the guest agent is gone)."""
 
 
+STOPPED_STATES = frozenset({"shutoff", "crashed", "missing"})
+"""Domain states (`Hypervisor.domain_state`) of a guest that is no longer up."""
+
+
 @dataclass
 class LabNode:
     """One running guest of a lab; `exec` is Harbor's environment interface (see module
@@ -138,9 +142,17 @@ class LabNode:
         return base64.b64decode("".join(done.stdout.split()))
 
     async def is_running(self) -> bool:
+        """Whether the domain is still up: not shut off, crashed or gone. Paused and
+        "being shut down" count as up — libvirt passes through both for a moment while it
+        resets a rebooting guest — and a stopped reading is confirmed a second later."""
         if self.hypervisor is None:
             return True
-        return await self.hypervisor.domain_state(self.domain) == "running"
+        for attempt in (1, 2):
+            if await self.hypervisor.domain_state(self.domain) not in STOPPED_STATES:
+                return True
+            if attempt == 1:
+                await asyncio.sleep(1)
+        return False
 
     async def close(self) -> None:
         """Close every channel of the node (SSH logins, the console)."""
