@@ -119,7 +119,7 @@ def test_many_commands_and_more_at_once_than_sshd_sessions_never_exhaust_them(ss
     """sshd (MaxSessions 10) refuses an 11th session: neither a long series of commands (each
     settled, some leaving background children) nor more concurrent commands than that may
     leave sessions open or open too many."""
-    session, work = sshd
+    session, _work = sshd
 
     async def go() -> None:
         await session.connect()
