@@ -8,6 +8,8 @@ talk to.
 
 from __future__ import annotations
 
+from typing import Self
+
 from testbed.errors import HarnessError
 
 
@@ -24,3 +26,11 @@ class FakeSession:
 
     async def close(self) -> None:
         self.closes += 1
+
+
+class OneLogin:
+    """For fake nodes: the harness and the agent reach the node through the same login, as
+    on a Linux `LabNode` (`as_source` returns the node itself)."""
+
+    def as_source(self, source: str) -> Self:
+        return self

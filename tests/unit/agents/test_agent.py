@@ -28,10 +28,11 @@ from testbed.errors import HarnessError
 from testbed.guest.result import ExecResult
 from testbed.runner.recording import CommandRecorder
 from testbed.runner.session import AgentSession, SessionStats
+from testbed.testing.nodes import OneLogin
 from tests.unit.agents.openai_server import Completion, Failure, FakeOpenAI, text_reply, tool_call, tools_reply
 
 
-class FakeNode:
+class FakeNode(OneLogin):
     """Duck-typed `LabNode`: `broken` until `fix-service` runs; `big` prints `size` bytes."""
 
     access = "ssh"
@@ -42,9 +43,6 @@ class FakeNode:
         self.state = state
         self.image = SimpleNamespace(name="fake")
         self.domain, self.mgmt_ip = f"fake-{name}", "10.0.0.2"
-
-    def as_source(self, source: str) -> FakeNode:
-        return self  # one login for harness and agent, as on a Linux LabNode
 
     async def exec(
         self,

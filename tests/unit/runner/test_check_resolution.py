@@ -36,14 +36,14 @@ from testbed.runner.unchanged import unchanged_judge
 from testbed.runner.verify import judge, run_check
 from testbed.runtime import image_catalog
 from testbed.testing.demo_snapshots import base_snapshot
-from testbed.testing.nodes import FakeSession
+from testbed.testing.nodes import FakeSession, OneLogin
 from tests.unit.runner.test_lifecycle import fake_snapshot_all, runtime
 
 ROOT = Path(__file__).resolve().parents[3]
 CATALOG = image_catalog()
 
 
-class LocalNode:
+class LocalNode(OneLogin):
     """A lab node whose commands run on this machine (bash -c), with the image it claims."""
 
     hypervisor = None
@@ -54,9 +54,6 @@ class LocalNode:
         self.env = env or {}
         self.executed: list[str] = []
         self.session = FakeSession()
-
-    def as_source(self, source: str) -> LocalNode:
-        return self  # one login for harness and agent
 
     async def exec(self, command: str, *, timeout: float | None = 120.0, **_kw: Any) -> ExecResult:
         self.executed.append(command)

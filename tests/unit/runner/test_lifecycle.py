@@ -29,7 +29,7 @@ from testbed.runner.events import PhaseEvent, RunEvent, RunFinished, RunStarted
 from testbed.runner.request import RunRequest
 from testbed.runner.run import Runner
 from testbed.runtime import image_catalog
-from testbed.testing.nodes import FakeSession
+from testbed.testing.nodes import FakeSession, OneLogin
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -58,9 +58,10 @@ expect_output = "^active$"
 """
 
 
-class FakeNode:
+class FakeNode(OneLogin):
     access = "ssh"
     hypervisor = None
+
     def __init__(self, name: str, lab: FakeLab) -> None:
         self.name = name
         self.lab = lab
@@ -69,11 +70,13 @@ class FakeNode:
         self.console_log = Path("/nonexistent")
         self.session = FakeSession()
 
-    def as_source(self, source: str) -> FakeNode:
-        return self  # one login for harness and agent, as on a Linux LabNode
-
     async def exec(
-        self, command: str, *, timeout: float | None = 120.0, max_output: int = 65536, stdin: bytes | None = None,
+        self,
+        command: str,
+        *,
+        timeout: float | None = 120.0,
+        max_output: int = 65536,
+        stdin: bytes | None = None,
         idle_timeout: float | None = None,
     ) -> ExecResult:
         self.lab.log.append(command)

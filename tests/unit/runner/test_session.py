@@ -22,10 +22,12 @@ from testbed.model.task import Check
 from testbed.runner.recording import CommandRecorder
 from testbed.runner.session import AgentSession
 from testbed.runner.verify import CheckResult, judge, outcome_of
+from testbed.testing.nodes import OneLogin
 
 
-class FakeNode:
+class FakeNode(OneLogin):
     """Stands in for LabNode: runs nothing, answers from a script, records what it got."""
+
     access = "ssh"
     hypervisor = None
 
@@ -33,9 +35,6 @@ class FakeNode:
         self.name = name
         self.delay = delay
         self.executed: list[tuple[str, float | None]] = []
-
-    def as_source(self, source: str) -> FakeNode:
-        return self  # one login for harness and agent, as on a Linux LabNode
 
     async def exec(self, command: str, *, timeout: float | None = None, max_output: int = 0, stdin=None, **_kw):
         self.executed.append((command, timeout))

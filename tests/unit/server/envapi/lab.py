@@ -36,7 +36,7 @@ from testbed.runtime import image_catalog
 from testbed.server.envapi.app import create_app
 from testbed.server.envapi.backend import RunnerBackend
 from testbed.server.envapi.episodes import EpisodeManager
-from testbed.testing.nodes import FakeSession
+from testbed.testing.nodes import FakeSession, OneLogin
 
 ROOT = Path(__file__).resolve().parents[4]
 TOKEN = "s3cret"
@@ -86,7 +86,7 @@ diagnostic_patterns = ["systemctl\\\\s+status"]
 """
 
 
-class FakeNode:
+class FakeNode(OneLogin):
     access = "ssh"
     hypervisor = None
 
@@ -97,9 +97,6 @@ class FakeNode:
         self.fixed = False
         self.log: list[str] = []
         self.session = FakeSession()
-
-    def as_source(self, source: str) -> FakeNode:
-        return self  # one login for harness and agent, as on a Linux LabNode
 
     async def exec(
         self,
