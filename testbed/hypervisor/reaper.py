@@ -3,10 +3,16 @@
 Orphans are libvirt domains and networks whose `<tb:lab>` metadata names an owner that no
 longer exists on this host (and whose lab is not detached), lab directories whose state
 file names such an owner, and leases of such owners. Topology files are never read.
-Objects owned by another host are left alone. Each dead lab is removed through the one
-teardown (`testbed.hypervisor.removal.remove_lab`): its directory and lease go only once
-its domains and networks are known to be gone. On a remote lab host the lab's files there
-(volumes named by its lab id) are deleted too, in the image cache its state file recorded.
+Objects owned by another host are left alone, and so are objects whose lab directory lives
+under another TESTBED_HOME that still exists: several homes (users, CI workers) may share one
+libvirtd, and only a lab's own home knows whether it was detached on purpose (`lab up`
+updates its domains' owner but a network's metadata keeps the creating process). An object
+whose lab directory is gone altogether has no home left to reap it, so any home may.
+
+Each dead lab is removed through the one teardown (`testbed.hypervisor.removal.remove_lab`):
+its directory and lease go only once its domains and networks are known to be gone. On a
+remote lab host the lab's files there (volumes named by its lab id) are deleted too, in the
+image cache its state file recorded.
 """
 
 from __future__ import annotations
@@ -54,14 +60,27 @@ class _DeadLab:
         return LabRemains(self.lab_id, self.directory, tuple(self.domains), tuple(self.networks))
 
 
+def belongs_elsewhere(lab_dir: str, labs_dir: Path) -> bool:
+    """True when `lab_dir` (from an object's metadata) is an existing directory outside
+    `labs_dir`: the lab is another home's to reap."""
+    if not lab_dir:
+        return False
+    path = Path(lab_dir)
+    return path.parent.resolve() != labs_dir.resolve() and path.exists()
+
+
 def _dead_labs(
-    objects: list[OwnedObject], states: list[LabState], leases: Mapping[str, object], uri: str
+    objects: list[OwnedObject],
+    states: list[LabState],
+    leases: Mapping[str, object],
+    uri: str,
+    labs_dir: Path,
 ) -> dict[str, _DeadLab]:
     detached = {s.lab_id for s in states if s.owner.detached}
     dead: dict[str, _DeadLab] = {}
     for obj in objects:
         meta = obj.metadata
-        if meta.lab_id in detached or meta.owner.is_alive():
+        if meta.lab_id in detached or meta.owner.is_alive() or belongs_elsewhere(meta.lab_dir, labs_dir):
             continue
         lab = dead.setdefault(meta.lab_id, _DeadLab(meta.lab_id, directory=meta.lab_dir or None))
         (lab.domains if obj.kind == "domain" else lab.networks).append(obj.name)
@@ -86,7 +105,7 @@ async def reap(
     states = all_lab_states(settings.labs_dir)
     lease_store = LeaseStore(settings.leases_dir, settings.subnet_pool)
     leases = await asyncio.to_thread(lease_store.all)
-    dead = _dead_labs(await hv.owned_objects(), states, leases, hv.uri)
+    dead = _dead_labs(await hv.owned_objects(), states, leases, hv.uri, settings.labs_dir)
     for lab in dead.values():
         if lab.directory is None and (settings.labs_dir / lab.lab_id).is_dir():
             lab.directory = str(settings.labs_dir / lab.lab_id)  # a crash before the first state write

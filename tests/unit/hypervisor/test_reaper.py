@@ -120,3 +120,30 @@ def test_stray_lab_dir_without_state_is_reaped(settings: Settings) -> None:
 
     asyncio.run(scenario())
     assert not stray.exists()
+
+
+def test_another_homes_lab_is_left_to_that_home(settings: Settings, tmp_path: Path) -> None:
+    """Two TESTBED_HOMEs on one libvirtd: a dead-owner lab whose directory lives in the other
+    (still existing) home is not this home's to reap (only that home knows if it was
+    detached); one whose directory is gone altogether is reaped by whoever finds it."""
+    other_home = replace(settings, home=tmp_path / "other-home")
+
+    async def scenario() -> None:
+        async with Hypervisor("test:///default") as hv:
+            other = make_lab(other_home, "ot0a1", dead_owner())
+            await create_objects(hv, other)
+            homeless = make_lab(other_home, "ot0b2", dead_owner())
+            await create_objects(hv, homeless)
+            for path in Path(homeless.directory).iterdir():
+                path.unlink()
+            Path(homeless.directory).rmdir()
+
+            report = await reap(hv, settings)
+            names = {d.name() for d in hv.conn.listAllDomains(0)}
+            nets = {n.name() for n in hv.conn.listAllNetworks(0)}
+            assert "tb-ot0a1-node" in names and "tb-ot0a1-mgmt" in nets
+            assert Path(other.directory).exists()
+            assert report.domains == ["tb-ot0b2-node"] and report.networks == ["tb-ot0b2-mgmt"]
+            assert "tb-ot0b2-node" not in names
+
+    asyncio.run(scenario())
