@@ -28,8 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from testbed.model.job import RetryPolicy
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig
 from testbed.scheduler.executor import ClaimedRun
+from testbed.scheduler.jobrows import NewRun, create_job_with_runs
 from testbed.scheduler.resources import Demand
-from testbed.scheduler.store import NewRun, SqlRunStore, create_job_with_runs
+from testbed.scheduler.store import SqlRunStore
 from testbed.testing.clock import VirtualClockLoop
 from testbed.testing.memstore import MemoryRunStore
 from testbed.testing.scheduler import FakeCatalog, FakeExecutor, FakeRun, make_hosts

@@ -40,9 +40,11 @@ from testbed.model.loading import validate
 from testbed.model.task import Task
 from testbed.runtime import Runtime
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig, JobSummary, ProgressSink
+from testbed.scheduler.jobrows import NewRun, create_job_with_runs
+from testbed.scheduler.leaseowner import coordinator_identity
 from testbed.scheduler.real import RunnerExecutor, TaskCatalog
 from testbed.scheduler.resources import Demand, HostSlot
-from testbed.scheduler.store import NewRun, PendingRun, SqlRunStore, coordinator_identity, create_job_with_runs
+from testbed.scheduler.store import PendingRun, SqlRunStore
 
 
 @dataclass

@@ -22,7 +22,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.db.models import Run
 from testbed.hypervisor.owner import Owner
 from testbed.model.vocab import Outcome, RunState
-from testbed.scheduler.store import LOST, _finish_row, lease_dead
+from testbed.scheduler.leaseowner import lease_dead
+from testbed.scheduler.store import LOST, finish_row
 
 OWNER_LOST = "owner lost"
 
@@ -56,5 +57,5 @@ def finish_orphaned_runs(db: sessionmaker[Session], *, dry_run: bool = False) ->
                 continue
             found.append((run.id, reason))
             if not dry_run:
-                _finish_row(session, run, Outcome.ERROR, reason, now)
+                finish_row(session, run, Outcome.ERROR, reason, now)
     return found

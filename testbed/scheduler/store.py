@@ -39,17 +39,18 @@ keep them):
   seed travels on the pending row as `config.seed`, and a follow-up copies it.
 - A follow-up is inserted at most once per run (checked under the job's row lock on
   PostgreSQL, the single-writer transaction on SQLite).
+
+Beside this module: lease-owner identities and liveness (`testbed.scheduler.leaseowner`),
+the retry rule (`testbed.scheduler.followups`), and the job with its pending rows
+(`testbed.scheduler.jobrows`).
 """
 
 from __future__ import annotations
 
-import socket
-import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -57,52 +58,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.analysis.redact import redact
 from testbed.db.engine import writer_engine
 from testbed.db.models import Job, Phase, Run, new_id
-from testbed.db.recorder import clean_json, clean_text, engine_of
+from testbed.db.recorder import clean_text, engine_of
 from testbed.db.types import utcnow
-from testbed.hypervisor.owner import Owner, lock_is_held, process_start_time
 from testbed.model.job import RetryPolicy
+from testbed.scheduler.followups import CellRow, cells_needing_follow_up, follow_up_of
+from testbed.scheduler.jobrows import scenario_config, seed_of
+from testbed.scheduler.leaseowner import lease_dead
 
 Clock = Callable[[], datetime]
 LOST = "coordinator lost"
-
-
-# --- identities ------------------------------------------------------------------------
-
-
-def coordinator_identity() -> str:
-    """A fresh lease-owner identity for this process: `host:pid:starttime:nonce|LOCK`, where
-    LOCK is the process's owner lock file (`testbed.hypervisor.owner`)."""
-    owner = Owner.current()
-    return f"{owner.host}:{owner.pid}:{owner.starttime}:{uuid.uuid4().hex[:8]}|{owner.lock}"
-
-
-def owner_alive(identity: str) -> bool | None:
-    """False if `identity` names a process on this host that is gone; True if it is alive
-    here; None when it cannot be told (another host, or not a coordinator identity). With an
-    owner lock (`|LOCK`) liveness is the lock's, which is right across PID namespaces;
-    identities without one fall back to pid + start time."""
-    ident, _, lock = identity.partition("|")
-    parts = ident.rsplit(":", 3)
-    if len(parts) != 4:
-        return None
-    host, pid, start, _nonce = parts
-    if host != socket.gethostname():
-        return None
-    if lock:
-        return lock_is_held(Path(lock))
-    try:
-        return process_start_time(int(pid)) == int(start)
-    except ValueError:
-        return None
-
-
-def lease_dead(owner: str | None, expires: datetime | None, now: datetime) -> bool:
-    """Whether a lease no longer protects its run (see module contract)."""
-    if owner is None:
-        return True
-    if expires is None or expires <= now:
-        return True
-    return owner_alive(owner) is False
 
 
 # --- values ----------------------------------------------------------------------------
@@ -144,52 +108,6 @@ class Settled:
     lost: bool = False  # the run was no longer ours (another coordinator recovered it)
 
 
-@dataclass(frozen=True)
-class CellRow:
-    """The fields of a run that the follow-up rule reads."""
-
-    run_id: str
-    task_id: str
-    image: str
-    agent: str
-    attempt: int
-    retry: int
-    state: str
-    outcome: str | None
-    created_at: datetime
-    retry_of: str | None
-    seed: int | None = None
-
-
-def follow_up_of(outcome: str, retry: int, policy: RetryPolicy, job_cancelled: bool) -> tuple[int, float] | None:
-    """The follow-up a finished run's cell needs: (retry number, delay in s), or None."""
-    if job_cancelled:
-        return None
-    if outcome == "error" and retry < policy.limit:
-        return retry + 1, policy.delay(retry + 1)
-    if outcome == "cancelled":
-        return retry, 0.0
-    return None
-
-
-def cells_needing_follow_up(rows: Iterable[CellRow]) -> list[CellRow]:
-    """The latest run of every cell whose runs are all finished and whose latest run has
-    no follow-up yet (candidates for `follow_up_of`)."""
-    cells: dict[tuple[str, str, int, int | None], list[CellRow]] = {}
-    for row in rows:
-        cells.setdefault((row.task_id, row.image, row.attempt, row.seed), []).append(row)
-    found: list[CellRow] = []
-    for members in cells.values():
-        if any(m.state != "finished" for m in members):
-            continue
-        replaced = {m.retry_of for m in members if m.retry_of}
-        latest = [m for m in members if m.run_id not in replaced]
-        if not latest:
-            continue
-        found.append(max(latest, key=lambda m: (m.created_at, m.retry)))
-    return found
-
-
 class RunStore(Protocol):
     """What the coordinator needs from the run database (see module contract).
 
@@ -224,7 +142,7 @@ def _error_text(error: str | None) -> str | None:
     return clean_text(redact(error).text) if error is not None else None
 
 
-def _finish_row(session: Session, run: Run, outcome: str, error: str | None, now: datetime) -> None:
+def finish_row(session: Session, run: Run, outcome: str, error: str | None, now: datetime) -> None:
     run.state = "finished"
     run.outcome = outcome
     run.error = _error_text(error)
@@ -277,7 +195,7 @@ class SqlRunStore:
             retry=retry,
             retry_of=run.id,
             not_before=now + timedelta(seconds=delay) if delay > 0 else None,
-            config=_scenario_config(seed_of(run.config)),
+            config=scenario_config(seed_of(run.config)),
         )
         session.add(new)
         seed = seed_of(run.config)
@@ -305,14 +223,14 @@ class SqlRunStore:
                     continue
                 if run.state == "pending":
                     if cancelled:
-                        _finish_row(session, run, "cancelled", "job cancelled", now)
+                        finish_row(session, run, "cancelled", "job cancelled", now)
                         report.cancelled.append(run.id)
                     elif run.lease_owner is not None:
                         run.lease_owner = None
                         run.lease_expires_at = None
                         report.returned.append(run.id)
                 else:
-                    _finish_row(session, run, "error", f"{LOST}: {run.lease_owner or 'no owner'} stopped "
+                    finish_row(session, run, "error", f"{LOST}: {run.lease_owner or 'no owner'} stopped "
                                 f"renewing its lease while the run was in state '{run.state}'", now)
                     report.lost.append(run.id)
             session.flush()
@@ -416,7 +334,7 @@ class SqlRunStore:
             if run.lease_owner != owner:
                 return Settled(run.outcome or outcome, None, lost=True)
             if run.state != "finished":
-                _finish_row(session, run, outcome, error, now)
+                finish_row(session, run, outcome, error, now)
             elif override:
                 run.outcome = outcome
                 run.error = _error_text(error)
@@ -445,61 +363,6 @@ class SqlRunStore:
 # --- jobs ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NewRun:
-    """A pending run to create with its job."""
-
-    task_id: str
-    image: str
-    attempt: int
-    category: str | None = None
-    agent: str | None = None  # None: the job's agent
-    seed: int | None = None
-
-
-def seed_of(config: Any) -> int | None:
-    """The scenario seed a run row carries in `config.seed` (None: none recorded)."""
-    seed = config.get("seed") if isinstance(config, dict) else None
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
-
-
-def _scenario_config(seed: int | None) -> dict[str, Any] | None:
-    """A pending run's `config`: its seed, which the runner records again with the drawn values."""
-    return {"seed": seed} if seed is not None else None
-
-
-def create_job_with_runs(
-    db: sessionmaker[Session], name: str, config: Any, agent: str, runs: Sequence[NewRun]
-) -> tuple[str, list[str]]:
-    """Insert the job and one pending run per entry (each run's own agent, else `agent`) in
-    ONE transaction; return the ids."""
-    now = utcnow()
-    job = Job(id=new_id(), name=name, created_at=now, config=clean_json(config))
-    rows = [
-        Run(
-            id=new_id(),
-            job_id=job.id,
-            task_id=r.task_id,
-            task_category=r.category,
-            variant=r.image,
-            image=r.image,
-            agent=r.agent or agent,
-            attempt=r.attempt,
-            state="pending",
-            created_at=now + timedelta(microseconds=i),
-            retry=0,
-            config=_scenario_config(r.seed),
-        )
-        for i, r in enumerate(runs)
-    ]
-    job_id, run_ids = job.id, [r.id for r in rows]
-    with Session(writer_engine(engine_of(db))) as session, session.begin():
-        session.add(job)
-        session.flush()
-        session.add_all(rows)
-    return job_id, run_ids
-
-
 def cancel_job(db: sessionmaker[Session], job_id: str) -> int:
     """Mark the job cancelled and finish its unclaimed pending runs as `cancelled`; return
     how many. Running runs are stopped by their coordinators at their next heartbeat."""
@@ -513,6 +376,6 @@ def cancel_job(db: sessionmaker[Session], job_id: str) -> int:
         count = 0
         for run in session.scalars(select(Run).where(Run.job_id == job_id, Run.state == "pending")):
             if lease_dead(run.lease_owner, run.lease_expires_at, now):
-                _finish_row(session, run, "cancelled", "job cancelled", now)
+                finish_row(session, run, "cancelled", "job cancelled", now)
                 count += 1
         return count

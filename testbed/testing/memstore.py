@@ -14,19 +14,10 @@ from datetime import datetime, timedelta
 from testbed.db.models import new_id
 from testbed.db.types import utcnow
 from testbed.model.job import RetryPolicy
-from testbed.scheduler.store import (
-    LOST,
-    CellRow,
-    Clock,
-    NewRun,
-    PendingRun,
-    RecoverReport,
-    Renewal,
-    Settled,
-    cells_needing_follow_up,
-    follow_up_of,
-    lease_dead,
-)
+from testbed.scheduler.followups import CellRow, cells_needing_follow_up, follow_up_of
+from testbed.scheduler.jobrows import NewRun
+from testbed.scheduler.leaseowner import lease_dead
+from testbed.scheduler.store import LOST, Clock, PendingRun, RecoverReport, Renewal, Settled
 
 
 @dataclass

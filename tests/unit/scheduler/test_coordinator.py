@@ -16,8 +16,8 @@ from testbed.model.job import RetryPolicy
 from testbed.scheduler.bootgate import BootGate
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig, JobSummary
 from testbed.scheduler.executor import ClaimedRun
+from testbed.scheduler.jobrows import NewRun
 from testbed.scheduler.resources import Budget, Demand, HostSlot, place
-from testbed.scheduler.store import NewRun
 from testbed.testing.clock import VirtualClockLoop, run_simulated
 from testbed.testing.memstore import MemoryRunStore
 from testbed.testing.scheduler import FakeCatalog, FakeExecutor, FakeRun, make_hosts

@@ -18,7 +18,7 @@ from testbed.db.models import Run, new_id
 from testbed.db.recorder import RunRecorder
 from testbed.db.types import utcnow
 from testbed.scheduler.gate import GateRules, evaluate
-from testbed.scheduler.store import NewRun, create_job_with_runs
+from testbed.scheduler.jobrows import NewRun, create_job_with_runs
 
 runner = CliRunner()
 

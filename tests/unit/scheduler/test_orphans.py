@@ -11,8 +11,8 @@ from testbed.db.engine import open_database
 from testbed.db.models import Phase, Run
 from testbed.db.recorder import RunRecorder
 from testbed.hypervisor.owner import Owner
+from testbed.scheduler.leaseowner import coordinator_identity
 from testbed.scheduler.orphans import finish_orphaned_runs
-from testbed.scheduler.store import coordinator_identity
 
 CHILD = "from testbed.hypervisor.owner import Owner; import json; print(json.dumps(Owner.current().to_dict()))"
 

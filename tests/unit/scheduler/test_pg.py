@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.db.engine import normalize_url, open_database
 from testbed.model.job import RetryPolicy
-from testbed.scheduler.store import NewRun, SqlRunStore, create_job_with_runs
+from testbed.scheduler.jobrows import NewRun, create_job_with_runs
+from testbed.scheduler.store import SqlRunStore
 from tests.unit.scheduler.test_store import share_job_between_two_threads
 
 PG_URL = os.environ.get("TESTBED_TEST_PG_URL")

@@ -11,8 +11,8 @@ from rich.console import Console
 from testbed.model.job import RetryPolicy
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig, JobSummary
 from testbed.scheduler.executor import ClaimedRun
+from testbed.scheduler.jobrows import NewRun
 from testbed.scheduler.progress import LineView, LiveView
-from testbed.scheduler.store import NewRun
 from testbed.testing.clock import VirtualClockLoop, run_simulated
 from testbed.testing.memstore import MemoryRunStore
 from testbed.testing.scheduler import FakeCatalog, FakeExecutor, FakeRun, make_hosts

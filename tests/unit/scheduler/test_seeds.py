@@ -13,7 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from testbed.db.engine import open_database
 from testbed.db.models import Run
 from testbed.model.job import RetryPolicy
-from testbed.scheduler.store import CellRow, NewRun, SqlRunStore, cells_needing_follow_up, create_job_with_runs
+from testbed.scheduler.followups import CellRow, cells_needing_follow_up
+from testbed.scheduler.jobrows import NewRun, create_job_with_runs
+from testbed.scheduler.store import SqlRunStore
 from testbed.testing.memstore import MemoryRunStore
 
 OWNER = "me:1:1:x"

@@ -22,7 +22,8 @@ from testbed.db.types import utcnow
 from testbed.model.job import RetryPolicy
 from testbed.scheduler.coordinator import Coordinator, CoordinatorConfig
 from testbed.scheduler.executor import ClaimedRun
-from testbed.scheduler.store import NewRun, SqlRunStore, cancel_job, create_job_with_runs, lease_dead, owner_alive
+from testbed.scheduler.jobrows import NewRun, create_job_with_runs
+from testbed.scheduler.store import SqlRunStore, cancel_job
 from testbed.testing.clock import VirtualClockLoop, run_simulated
 from testbed.testing.scheduler import FakeCatalog, FakeExecutor, FakeRun, make_hosts
 
@@ -41,21 +42,6 @@ def _job(db: sessionmaker[Session], n: int, prefix: str = "t") -> tuple[str, lis
 def _runs(db: sessionmaker[Session], job_id: str) -> list[Run]:
     with db() as s:
         return list(s.scalars(select(Run).where(Run.job_id == job_id).order_by(Run.created_at)))
-
-
-def test_owner_liveness() -> None:
-    import os
-
-    from testbed.hypervisor.owner import process_start_time
-
-    me = f"{socket.gethostname()}:{os.getpid()}:{process_start_time(os.getpid())}:n"
-    assert owner_alive(me) is True
-    assert owner_alive(DEAD_OWNER) is False
-    assert owner_alive("otherhost:1:2:n") is None and owner_alive("nonsense") is None
-    now = utcnow()
-    assert lease_dead(me, now - timedelta(seconds=1), now)  # expired
-    assert not lease_dead(me, now + timedelta(seconds=60), now)
-    assert lease_dead(DEAD_OWNER, now + timedelta(seconds=60), now)  # dead process: no waiting
 
 
 def test_claim_is_exclusive_until_the_lease_expires(db: sessionmaker[Session]) -> None:

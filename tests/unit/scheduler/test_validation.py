@@ -16,7 +16,7 @@ from testbed.db.models import Run
 from testbed.db.recorder import RunRecorder
 from testbed.model.job import JobSpec, expand_matrix
 from testbed.runtime import image_catalog
-from testbed.scheduler.store import NewRun, create_job_with_runs
+from testbed.scheduler.jobrows import NewRun, create_job_with_runs
 from testbed.scheduler.validation import Row, job_spec, merge_report, parse_rows, render_report
 
 ROOT = Path(__file__).resolve().parents[3]

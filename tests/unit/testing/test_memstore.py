@@ -16,7 +16,8 @@ import pytest
 from testbed.db.engine import open_database
 from testbed.db.types import utcnow
 from testbed.model.job import RetryPolicy
-from testbed.scheduler.store import NewRun, PendingRun, RunStore, SqlRunStore, cancel_job, create_job_with_runs
+from testbed.scheduler.jobrows import NewRun, create_job_with_runs
+from testbed.scheduler.store import PendingRun, RunStore, SqlRunStore, cancel_job
 from testbed.testing.memstore import MemoryRunStore
 
 DEAD = f"{socket.gethostname()}:4194000:12345:dead0000"
