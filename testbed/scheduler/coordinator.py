@@ -34,18 +34,22 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import heapq
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from testbed.errors import TestbedError
-from testbed.scheduler.executor import PHASES, ClaimedRun, ExecOutcome, Executor
+from testbed.scheduler.coordevents import Event, LeasesRenewed, PhaseChanged, RunDone, StopRequested
+from testbed.scheduler.executor import PHASES, ClaimedRun, Executor
+from testbed.scheduler.jobview import HostView, JobSummary, ProgressSink, Snapshot
 from testbed.scheduler.resources import Demand, HostSlot, place
-from testbed.scheduler.store import PendingRun, Renewal, RunStore
+from testbed.scheduler.runqueue import RunQueue
+from testbed.scheduler.runtask import execute_and_settle
+from testbed.scheduler.store import PendingRun, RunStore, Settled
+
+__all__ = ["Coordinator", "CoordinatorConfig", "JobSummary", "ProgressSink", "RunCatalog", "Snapshot"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -74,76 +78,6 @@ class Running:
     task: asyncio.Task[None]
     phase: str = "provisioning"
     started: float = 0.0
-
-
-@dataclass
-class HostView:
-    name: str
-    used_slots: int
-    vm_slots: int
-    booting: int
-
-
-@dataclass
-class Snapshot:
-    """What the progress view shows."""
-
-    job_id: str
-    phases: dict[str, int]
-    outcomes: dict[str, int]
-    retries: int
-    lost: int
-    hosts: list[HostView]
-    elapsed_s: float
-    eta_s: float | None
-    stopping: bool
-
-
-class ProgressSink(Protocol):
-    def update(self, snapshot: Snapshot) -> None: ...
-
-
-@dataclass
-class JobSummary:
-    job_id: str
-    outcomes: dict[str, int] = field(default_factory=dict)
-    harness_errors: int = 0  # runs that ended as `error` (retried or not)
-    agent_failures: int = 0  # runs that ended as `failed`
-    retries: int = 0  # follow-up runs created for harness errors
-    replaced: int = 0  # follow-up runs created for interrupted (cancelled) runs
-    lost: int = 0  # runs of dead coordinators finished as `error` when this one recovered them
-    started: int = 0  # runs this coordinator executed
-    interrupted: bool = False  # stopped by stop() before the job was complete
-    complete: bool = False  # no run of the job is left unfinished
-    peak_slots: dict[str, int] = field(default_factory=dict)
-    elapsed_s: float = 0.0
-
-
-@dataclass
-class _Done:
-    run_id: str
-    outcome: str
-    follow_up: PendingRun | None
-    lost: bool
-
-
-@dataclass
-class _Phase:
-    run_id: str
-    phase: str
-
-
-@dataclass
-class _Renewed:
-    renewal: Renewal
-    asked: frozenset[str]
-
-
-class _Stop:
-    pass
-
-
-Event = _Done | _Phase | _Renewed | _Stop
 
 
 class Coordinator:
@@ -175,10 +109,7 @@ class Coordinator:
         self.on_event = on_event or (lambda _kind, _data: None)
         self.summary = JobSummary(job_id)
         # -- state owned by the loop --
-        self._buckets: dict[Demand, collections.deque[PendingRun]] = {}
-        self._order: list[Demand] = []
-        self._delayed: list[tuple[datetime, int, PendingRun]] = []
-        self._known: set[str] = set()
+        self._queue = RunQueue(catalog.demand)
         self._running: dict[str, Running] = {}
         self._events: collections.deque[Event] = collections.deque()
         self._wake = asyncio.Event()
@@ -194,11 +125,11 @@ class Coordinator:
         """Request a stop (see module docstring); safe to call from a signal handler that
         runs in the loop's thread (`loop.add_signal_handler`)."""
         self._stop_requests += 1
-        self._post(_Stop())
+        self._post(StopRequested())
 
     @property
     def queued(self) -> int:
-        return sum(len(q) for q in self._buckets.values()) + len(self._delayed)
+        return len(self._queue)
 
     async def run(self) -> JobSummary:
         loop = asyncio.get_running_loop()
@@ -264,9 +195,9 @@ class Coordinator:
 
     def _wait_time(self, now: float, next_poll: float) -> float:
         wait = next_poll - now
-        if self._delayed:
-            due = (self._delayed[0][0] - self.store.now()).total_seconds()
-            wait = min(wait, due)
+        due = self._queue.next_due()
+        if due is not None:
+            wait = min(wait, (due - self.store.now()).total_seconds())
         if self.view is not None:
             wait = min(wait, self.config.view_interval_s)
         return max(wait, 0.0)
@@ -274,15 +205,15 @@ class Coordinator:
     def _drain(self) -> None:
         while self._events:
             event = self._events.popleft()
-            if isinstance(event, _Done):
+            if isinstance(event, RunDone):
                 self._on_done(event)
-            elif isinstance(event, _Phase):
+            elif isinstance(event, PhaseChanged):
                 running = self._running.get(event.run_id)
                 if running is not None:
                     running.phase = event.phase
-            elif isinstance(event, _Renewed):
+            elif isinstance(event, LeasesRenewed):
                 self._on_renewed(event)
-            elif isinstance(event, _Stop):
+            elif isinstance(event, StopRequested):
                 self._on_stop()
 
     def _on_stop(self) -> None:
@@ -294,10 +225,10 @@ class Coordinator:
             for running in self._running.values():
                 running.task.cancel()
 
-    def _on_done(self, event: _Done) -> None:
+    def _on_done(self, event: RunDone) -> None:
         running = self._running.pop(event.run_id)
         running.host.give(event.run_id, running.run.demand)
-        self._known.discard(event.run_id)
+        self._queue.forget(event.run_id)
         self._finished_count += 1
         outcomes = self.summary.outcomes
         outcomes[event.outcome] = outcomes.get(event.outcome, 0) + 1
@@ -314,7 +245,7 @@ class Coordinator:
                 self._enqueue(event.follow_up)
         self.on_event("done", (event.run_id, event.outcome, event.follow_up))
 
-    def _on_renewed(self, event: _Renewed) -> None:
+    def _on_renewed(self, event: LeasesRenewed) -> None:
         lost = event.asked - event.renewal.renewed
         for run_id in lost:
             running = self._running.get(run_id)
@@ -339,41 +270,15 @@ class Coordinator:
             self._enqueue(run)
 
     def _enqueue(self, run: PendingRun) -> None:
-        """Queue `run` unless it is already known (a follow-up can arrive both with its
-        settled run's report and through a refresh of the pending rows)."""
-        if run.run_id in self._known:
-            return
-        self._known.add(run.run_id)
-        if run.not_before is not None and run.not_before > self.store.now():
-            heapq.heappush(self._delayed, (run.not_before, run.seq, run))
-            return
-        try:
-            demand = self.catalog.demand(run)
-        except TestbedError as exc:  # e.g. the task directory is gone: claim and fail it
-            log.error("run %s cannot be placed: %s", run.run_id, exc)
-            demand = Demand(0, 0, 0)
-        bucket = self._buckets.get(demand)
-        if bucket is None:
-            bucket = self._buckets[demand] = collections.deque()
-            self._order.append(demand)
-            self._order.sort(key=lambda d: d.order_key)
-        bucket.append(run)
+        self._queue.add(run, self.store.now())
 
     def _promote_delayed(self) -> None:
-        if not self._delayed:
-            return
-        now = self.store.now()
-        while self._delayed and self._delayed[0][0] <= now:
-            _, _, run = heapq.heappop(self._delayed)
-            self._known.discard(run.run_id)
-            self._enqueue(PendingRun(run.run_id, run.task_id, run.image, run.agent, run.attempt, run.retry,
-                                     None, run.seq, run.seed))
+        self._queue.promote(self.store.now())
 
     # -- placement ------------------------------------------------------------------------
     async def _schedule(self) -> None:
         placements: list[tuple[PendingRun, HostSlot, Demand]] = []
-        for demand in self._order:
-            bucket = self._buckets[demand]
+        for demand, bucket in self._queue.classes():
             while bucket:
                 if demand.nodes == 0:  # cannot be described: fails at once (see _enqueue)
                     run = bucket.popleft()
@@ -396,13 +301,13 @@ class Coordinator:
             if run.run_id not in granted:  # another coordinator has it (or the job was cancelled)
                 if demand.nodes:
                     host.give(run.run_id, demand)
-                self._known.discard(run.run_id)
+                self._queue.forget(run.run_id)
                 continue
             if self._stopping:  # a stop arrived while claiming: hand it back
                 if demand.nodes:
                     host.give(run.run_id, demand)
                 await self._db(self.store.release, [run.run_id], self.owner)
-                self._known.discard(run.run_id)
+                self._queue.forget(run.run_id)
                 continue
             self._start(run, host, demand)
 
@@ -423,42 +328,17 @@ class Coordinator:
         self.on_event("started", (run.run_id, host.name))
 
     async def _execute(self, run: ClaimedRun, host: HostSlot) -> None:
-        """One run's task: execute, settle, report. Never raises; reports exactly once."""
-        override = False
-        result = ExecOutcome("error", "the run ended without an outcome")
-        try:
-            if run.demand.nodes == 0:
-                result = ExecOutcome("error", "the run's task or image cannot be loaded (see the coordinator log)")
-            else:
-                try:
-                    async with asyncio.timeout(run.timeout_s if run.timeout_s > 0 else None):
-                        result = await self.executor.execute(
-                            run, host, host.boot_gate, lambda phase: self._post(_Phase(run.run_id, phase))
-                        )
-                except TimeoutError:
-                    result = ExecOutcome("error", f"watchdog: the run exceeded its time limit of {run.timeout_s:.0f} s")
-                    override = True
-        except asyncio.CancelledError:
-            result = ExecOutcome("cancelled", "cancelled")
-        except Exception as exc:  # an executor fault is a harness error of this run (logged)
-            log.exception("executor failed on run %s", run.run_id)
-            result = ExecOutcome("error", f"executor: {type(exc).__name__}: {exc}")
-        settle = asyncio.ensure_future(
-            self._db(
-                self.store.settle, self.job_id, run.run_id, self.owner, result.outcome, result.error, override=override
+        """One run's task: execute, settle, report (exactly once; see `runtask`)."""
+
+        async def settle(outcome: str, error: str | None, override: bool) -> Settled:
+            return await self._db(
+                self.store.settle, self.job_id, run.run_id, self.owner, outcome, error, override=override
             )
-        )
-        try:
-            settled = await asyncio.shield(settle)
-            done = _Done(run.run_id, settled.outcome, settled.follow_up, settled.lost)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                settled = await settle
-            done = _Done(run.run_id, result.outcome, None, False)
-        except Exception as exc:  # noqa: BLE001 - the DB failed: the lease expires, recovery finishes it
-            log.error("cannot settle run %s: %s", run.run_id, exc)
-            done = _Done(run.run_id, result.outcome, None, False)
-        self._post(done)
+
+        def on_phase(phase: str) -> None:
+            self._post(PhaseChanged(run.run_id, phase))
+
+        self._post(await execute_and_settle(run, host, self.executor, settle, on_phase))
 
     # -- leases ---------------------------------------------------------------------------
     async def _heartbeat(self) -> None:
@@ -472,7 +352,7 @@ class Coordinator:
             except Exception as exc:  # noqa: BLE001 - try again at the next beat; the TTL covers a few misses
                 log.warning("heartbeat failed: %s", exc)
                 continue
-            self._post(_Renewed(renewal, asked))
+            self._post(LeasesRenewed(renewal, asked))
 
     async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         if self.store.blocking:
