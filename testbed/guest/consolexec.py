@@ -14,12 +14,15 @@ prints but no echo of the typed text contains (the typed text holds the four cha
    cat ERR; printf '\\036F<nonce>\\n'`: stdout is what lies between B and E, the exit
    status is E's number, stderr lies between E and F.
 
-Bounds: stdout and stderr are kept with `BoundedCapture` (head and tail, as over SSH). At
-the deadline (or after `idle_timeout` without output) Ctrl-C goes to the console (SIGINT
+Bounds: stdout and stderr are kept with `BoundedCapture` (head and tail, as over SSH). The
+time limits count from step 2 (uploading the command is not the command's time). At the
+deadline (or after `idle_timeout` without output) Ctrl-C goes to the console (SIGINT
 to the foreground job; the interactive shell drops the rest of the line, so the E/F
 trailer is typed again), then Ctrl-\\ after `INTERRUPT_GRACE_S`; the result is
 `timed_out` with no exit status once the F marker arrives, and stdout is what the command
-printed before the interrupt (what follows is the console's own echo). A command that survives both
+printed before the interrupt (what follows is the console's own echo); an interrupt that
+reaches the shell before step 2's line ran (no B marker) is closed by the retyped trailer
+alike. A command that survives both
 leaves the console unusable: `ConsoleLost`. Carriage returns the tty adds (`onlcr`) are
 taken out when `stty -onlcr` could not turn them off. Commands run one at a time.
 """
@@ -120,7 +123,8 @@ class ConsoleChannel:
             run_line = f"printf '\\036B%s\\n' {nonce}; sh {self.work}/c <{source} 2>{self.work}/e"
             await self.session.send_line(f"{run_line}; {self._trailer(nonce, '$?')}")
             run = _Run(nonce.encode(), max_output, self._trailer(nonce, "130"))
-            status, how = await self._collect(run, timeout, idle_timeout, t0)
+            # the limits count from the command line, not from uploading the command
+            status, how = await self._collect(run, timeout, idle_timeout, time.monotonic())
             return ExecResult(
                 command=command,
                 exit_code=status if how == "exited" else None,
@@ -203,6 +207,10 @@ class _Run:
             cut = len(self.buffer) if cut < 0 else cut
             _emit(self.out, self.buffer[:cut], crlf)
             self.buffer = self.buffer[cut:]
+        elif self.stage == "before":
+            # Ctrl-C reached the shell before the command line ran (no B marker will come):
+            # the retyped trailer's E and F markers still close the run.
+            self.stage = "out"
         self.interrupted = True
 
     def feed(self, data: bytes, crlf: bool) -> None:
