@@ -48,7 +48,8 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import ValidationError
 
 from testbed.server.envapi.catalog import SPLITS
-from testbed.server.envapi.episodes import Episode, EpisodeManager
+from testbed.server.envapi.episode import Episode
+from testbed.server.envapi.episodes import EpisodeManager
 from testbed.server.envapi.errors import EpisodeError
 from testbed.server.envapi.guard import MAX_BODY, Guard
 from testbed.server.envapi.operations import create_episode, http_error, unprocessable

@@ -10,7 +10,8 @@ from fastapi import HTTPException
 from pydantic import ValidationError
 
 from testbed.errors import InputError
-from testbed.server.envapi.episodes import Episode, EpisodeManager
+from testbed.server.envapi.episode import Episode
+from testbed.server.envapi.episodes import EpisodeManager
 from testbed.server.envapi.errors import (
     BusyError,
     CapacityError,

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from testbed.server.envapi.episodes import Episode, StepOutcome
+from testbed.server.envapi.episode import Episode, StepOutcome
 
 OBSERVATION_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -30,7 +30,8 @@ from typing import Any
 from fastapi import HTTPException, WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
 
-from testbed.server.envapi.episodes import Episode, EpisodeManager
+from testbed.server.envapi.episode import Episode
+from testbed.server.envapi.episodes import EpisodeManager
 from testbed.server.envapi.errors import EpisodeError
 from testbed.server.envapi.operations import create_episode, http_error
 from testbed.server.envapi.payloads import CreateEpisode, reset_payload, step_payload
