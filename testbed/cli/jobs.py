@@ -106,11 +106,17 @@ def launch_command(
     out.print(f"job {job_id}")
     config = CoordinatorConfig(lease_ttl_s=lease_ttl, heartbeat_s=max(1.0, lease_ttl / 6))
     summary = _run_with_view(out, progress, sessions, job_id, prepared, settings, images, config)
+    raise typer.Exit(_exit_status(out, summary, sessions, job_id))
+
+
+def _exit_status(out: Console, summary: JobSummary, sessions: sessionmaker[Session], job_id: str) -> int:
+    """Print the job's summary; its exit status: 130 when stopped (with how to resume), 1
+    when a cell's last run ended as `error` after every retry, else 0."""
     _print_summary(out, summary)
     if summary.interrupted:
         out.print(f"stopped; continue with: testbed launch --resume {job_id[:12]}")
-        raise typer.Exit(130)
-    raise typer.Exit(0 if not _final_errors(sessions, job_id) else 1)
+        return 130
+    return 0 if not _final_errors(sessions, job_id) else 1
 
 
 def _created(url: str, prepared: PreparedJob) -> tuple[sessionmaker[Session], str]:

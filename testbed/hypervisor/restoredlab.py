@@ -25,7 +25,7 @@ from testbed.hypervisor.node import agent_session
 from testbed.hypervisor.owner import Owner
 from testbed.hypervisor.removal import KeepConsole, LabRemains, keep_consoles, remove_lab
 from testbed.hypervisor.savedstate import new_session, reconnect, replace_metadata, restore_domains
-from testbed.hypervisor.slots import SlotMeta, SlotStore
+from testbed.hypervisor.slots import SlotMeta, SlotNode, SlotStore
 from testbed.hypervisor.xml import LabMetadata
 from testbed.model.images import ImageDef
 
@@ -110,16 +110,7 @@ class RestoredLab:
         slot = self.store.slot_dir(meta.task, meta.key)
         shutil.copy2(slot / "id_ed25519", state.client_key_path)
         client_key = asyncssh.import_private_key(state.client_key_path.read_bytes())
-        lock_path = self.store.settings.leases_dir / "networks.lock"
-        for name, xml in meta.networks.items():
-            state.networks.append(name)
-            state.save()
-            with lock_path.open("a+") as lock:
-                await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
-                try:
-                    await self.hv.create_network(replace_metadata(xml, self._metadata(None)))
-                finally:
-                    fcntl.flock(lock, fcntl.LOCK_UN)
+        await self._create_networks(state)
         for node in meta.nodes.values():
             state.domains.append(node.domain)
             state.files.append(str(lab_dir / f"{node.name}.qcow2"))
@@ -128,27 +119,45 @@ class RestoredLab:
         t0 = time.monotonic()
         await restore_domains(self.hv, self.store, meta, {n: self._metadata(n) for n in meta.nodes})
         self.timings["memory_s"] = time.monotonic() - t0
-        for node in meta.nodes.values():
-            image, session = self.catalog[node.image], new_session(node, client_key)
-            self.nodes[node.name] = LabNode(
-                name=node.name,
-                image=image,
-                domain=node.domain,
-                mgmt_ip=node.mgmt_ip,
-                data_ips=node.data_ips,
-                console_log=lab_dir / f"{node.name}.console.log",
-                session=session,
-                hypervisor=self.hv,
-                oob=GuestAgentChannel(self.hv, node.domain, dialect_for(node.dialect).shell),
-                agent_session=agent_session(
-                    image, node.mgmt_ip, client_key=client_key, host_key=node.host_key, harness=session
-                ),
-            )
+        for name, node in meta.nodes.items():
+            self.nodes[name] = self._lab_node(node, lab_dir, client_key)
         t0 = time.monotonic()
         await reconnect(self.nodes)
         self.timings["ssh_s"] = time.monotonic() - t0
         state.status = "ready"
         state.save()
+
+    async def _create_networks(self, state: LabState) -> None:
+        """The slot's networks, each recorded in the state file before it is created, under
+        the host-wide network lock (bridge names and subnets are checked there)."""
+        lock_path = self.store.settings.leases_dir / "networks.lock"
+        for name, xml in self.meta.networks.items():
+            state.networks.append(name)
+            state.save()
+            with lock_path.open("a+") as lock:
+                await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+                try:
+                    await self.hv.create_network(replace_metadata(xml, self._metadata(None)))
+                finally:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _lab_node(self, node: SlotNode, lab_dir: Path, client_key: asyncssh.SSHKey) -> LabNode:
+        """The restored node's handle: its sessions (harness and agent) and channels."""
+        image, session = self.catalog[node.image], new_session(node, client_key)
+        return LabNode(
+            name=node.name,
+            image=image,
+            domain=node.domain,
+            mgmt_ip=node.mgmt_ip,
+            data_ips=node.data_ips,
+            console_log=lab_dir / f"{node.name}.console.log",
+            session=session,
+            hypervisor=self.hv,
+            oob=GuestAgentChannel(self.hv, node.domain, dialect_for(node.dialect).shell),
+            agent_session=agent_session(
+                image, node.mgmt_ip, client_key=client_key, host_key=node.host_key, harness=session
+            ),
+        )
 
     async def _reap_crashed_user(self, lab_dir: Path) -> None:
         """The slot's lab directory is left by an earlier restore. If its owner is dead (the

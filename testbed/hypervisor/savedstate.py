@@ -107,10 +107,7 @@ async def save_lab(
     tmp.mkdir(parents=True)
     try:
         await asyncio.gather(*(n.session.close() for n in lab.nodes.values()))
-        networks = {}
-        for name in state.networks:
-            net = await lab.hv.call(lab.hv.conn.networkLookupByName, name)
-            networks[name] = await lab.hv.call(net.XMLDesc, 0)
+        networks = await _network_xmls(lab)
         nodes = await _save_guests(lab, tmp)
         shutil.copy2(state.client_key_path, tmp / "id_ed25519")
         meta = SlotMeta(
@@ -142,6 +139,16 @@ async def save_lab(
     state.files = [f for f in state.files if not f.endswith(".qcow2")]
     state.save()
     return meta
+
+
+async def _network_xmls(lab: Lab) -> dict[str, str]:
+    """The definition of each of the lab's networks, by name (restores re-create them)."""
+    assert lab.state is not None
+    networks = {}
+    for name in lab.state.networks:
+        net = await lab.hv.call(lab.hv.conn.networkLookupByName, name)
+        networks[name] = await lab.hv.call(net.XMLDesc, 0)
+    return networks
 
 
 async def _save_guests(lab: Lab, tmp: Path) -> dict[str, SlotNode]:

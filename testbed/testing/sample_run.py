@@ -81,6 +81,15 @@ def record_sample_run(
     rec.record_snapshot("web", "after_agent", {"packages": {"nginx": "1.22.1"}})
     with _phase(rec, "verify"):
         _verify(rec, t0, outcome == "passed")
+    _findings_and_egress(rec, t0, restart)
+    with _phase(rec, "teardown"):
+        pass
+    rec.finish(outcome, reward=1.0 if outcome == "passed" else 0.0)
+    return rec.run_id
+
+
+def _findings_and_egress(rec: RunRecorder, t0: datetime, restart: int) -> None:
+    """An impact finding on the agent's restart, a residue file, and two proxy log rows."""
     rec.record_finding(
         "impact",
         "service-restart",
@@ -103,10 +112,6 @@ def record_sample_run(
             ),
         ]
     )  # fmt: skip
-    with _phase(rec, "teardown"):
-        pass
-    rec.finish(outcome, reward=1.0 if outcome == "passed" else 0.0)
-    return rec.run_id
 
 
 def _agent_commands(rec: RunRecorder, t0: datetime) -> int:
