@@ -51,6 +51,11 @@ class PtyConsole:
         termios.tcsetattr(slave, termios.TCSANOW, attrs)
 
         def controlling_tty() -> None:
+            # A getty starts its shell with default signal actions; a harness started in the
+            # background of a non-interactive shell inherits SIGINT and SIGQUIT *ignored*,
+            # which would make Ctrl-C and Ctrl-\ on this console do nothing.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGQUIT, signal.SIG_DFL)
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
         proc = subprocess.Popen(
