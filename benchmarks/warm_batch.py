@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 async def batch(attempts: int, task_id: str, agent: str, *, warm: bool) -> tuple[float, list[float], list[str]]:
     from testbed.db.engine import open_database
-    from testbed.model.task import load_task
+    from testbed.model.taskload import load_task
     from testbed.runner.request import RunRequest
     from testbed.runner.warm import WarmStarts
     from testbed.runtime import image_catalog, runtime

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from testbed.config import Settings, project_root
-from testbed.model.task import discover_tasks, load_task, load_task_variants
 from testbed.model.task_record import task_hash
+from testbed.model.taskload import discover_tasks, load_task, load_task_variants
 from testbed.render.terminal import cell, json_text
 from testbed.runner.request import task_policy
 from testbed.runtime import image_catalog

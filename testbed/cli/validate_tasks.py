@@ -29,7 +29,7 @@ from testbed.config import project_root
 from testbed.db.engine import database_url
 from testbed.db.read import open_read_only, resolve_job_id
 from testbed.errors import HarnessError, InputError
-from testbed.model.task import discover_tasks, load_task
+from testbed.model.taskload import discover_tasks, load_task
 from testbed.runtime import image_catalog
 from testbed.scheduler.validation import collect, job_spec, merge_report
 

@@ -6,7 +6,7 @@ Contracts:
   (`testbed.db.read.rates.count_outcomes`): runs, passed, failed, error, cancelled,
   unfinished; plus the first and last creation time, the variants seen, and the category
   recorded most often (ties: the smallest name).
-- When `tasks_dir/<task_id>/task.toml` loads (`testbed.model.task.load_definition`, the
+- When `tasks_dir/<task_id>/task.toml` loads (`testbed.model.taskload.load_definition`, the
   task model's own loader and validation), its category, difficulty, tags, description,
   image variants, requirement ids and whether any check must persist fill the definition
   columns (`source` = "task.toml"); otherwise they come from the runs or stay null
@@ -26,7 +26,7 @@ from testbed.db.models import Run
 from testbed.db.read.filters import RunFilter
 from testbed.db.read.rates import OutcomeCounts, count_outcomes, fold
 from testbed.errors import InputError
-from testbed.model.task import load_definition
+from testbed.model.taskload import load_definition
 
 
 def _variants(conn: Connection, where: list[Any]) -> dict[str, set[str]]:

@@ -33,7 +33,8 @@ from testbed.errors import InputError
 from testbed.export.conversation import from_commands, from_turns, split_prompt
 from testbed.export.convert import Columns, kinds_list, parse_json, record_batch
 from testbed.export.redaction import Redactor
-from testbed.model.task import Limits, load_definition
+from testbed.model.task import Limits
+from testbed.model.taskload import load_definition
 from testbed.model.vocab import CommandPhase, Outcome, Source
 
 RUNS_PER_BATCH = 200

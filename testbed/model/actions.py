@@ -168,7 +168,7 @@ def check_action(name: str, table: Any, toml_path: Path | None) -> ActionDef:
 
 def check_actions(raw: dict[str, Any], toml_path: Path | None) -> dict[str, ActionDef]:
     """Every `[actions.*]` table, validated; node names are checked against the topology by
-    `testbed.model.task.load_task`."""
+    `testbed.model.taskload.load_task`."""
     return {name: check_action(name, table, toml_path) for name, table in raw.items()}
 
 

@@ -79,7 +79,7 @@ IntOrTemplate = Annotated[int | str, AfterValidator(_int_or_template)]
 
 def templated(value: object) -> bool:
     """Whether `value` holds a template: its format is checked once rendered (a task is
-    instantiated at load time, `testbed.model.task.load_task`)."""
+    instantiated at load time, `testbed.model.taskload.load_task`)."""
     return isinstance(value, str) and TEMPLATE_RE.search(value) is not None
 
 

@@ -59,7 +59,8 @@ from testbed.model.fields import MAX_SECONDS, Delay, Int, Number, Seconds
 from testbed.model.loading import read_yaml, validate
 from testbed.model.scenario import DEFAULT_SEED
 from testbed.model.split import SplitSelection, in_split, refuse_heldout
-from testbed.model.task import MAX_COMMANDS, Limits, Task, load_task
+from testbed.model.task import MAX_COMMANDS, Limits, Task
+from testbed.model.taskload import load_task
 
 HOST_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 LOCAL_URI_RE = re.compile(r"^[a-z+]+:///")

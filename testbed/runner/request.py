@@ -2,11 +2,11 @@
 one check of a task that every consumer shares (`admit_task`).
 
 Contracts: `admit_task` is what `task validate`, `run` and `launch` load a task with:
-`testbed.model.task.load_task` (format, limits, files inside the task directory, topology,
+`testbed.model.taskload.load_task` (format, limits, files inside the task directory, topology,
 images, memory budget, `[actions]`, `[reward]`, templates) and the task's `[safety]` policy
 — so `task validate` refuses exactly what a run or a job would. A `RunRequest` is made for
 one scenario: on creation its task is instantiated for `seed` (None: `DEFAULT_SEED`;
-`testbed.model.task.instantiate`), so the instruction, setup, oracle, checks and
+`testbed.model.taskload.instantiate`), so the instruction, setup, oracle, checks and
 `[expected]` the run uses have the seed's parameter values, and `config` gets `seed` and
 `parameters` (stored on the run row as `runs.config`). `RunRequest.validated()` builds
 the agent and the safety policy, so bad input fails as `InputError` before any run row or
@@ -27,7 +27,8 @@ from testbed.agents.scripted import check_agent_nodes, make_agent
 from testbed.analysis import SafetyPolicy
 from testbed.model.egress import EgressSpec, effective_egress
 from testbed.model.scenario import DEFAULT_SEED, scenario_record
-from testbed.model.task import Task, instantiate, load_task
+from testbed.model.task import Task
+from testbed.model.taskload import instantiate, load_task
 from testbed.runner.session import SessionStats
 from testbed.runner.verify import CheckResult
 

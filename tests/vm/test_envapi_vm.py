@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from testbed.db.engine import open_database
 from testbed.db.models import Command, ModelTurn, Run
-from testbed.model.task import load_task
+from testbed.model.taskload import load_task
 from testbed.runner.request import RunRequest
 from testbed.runner.run import Runner
 from testbed.runtime import image_catalog, runtime

@@ -31,7 +31,7 @@ from testbed.db.models import Check, Finding, Run, Snapshot
 from testbed.hypervisor.lab import Lab, LabNode
 from testbed.images.build import build_image
 from testbed.images.store import ImageStore
-from testbed.model.task import load_task
+from testbed.model.taskload import load_task
 from testbed.model.topology import load_topology
 from testbed.model.vocab import Source
 from testbed.probes import parse_snapshot, snapshot_script

@@ -24,7 +24,8 @@ from testbed.analysis import SafetyPolicy
 from testbed.db.engine import open_database
 from testbed.db.models import Artifact, Check, Command, Run
 from testbed.hypervisor.slots import SlotStore
-from testbed.model.task import Task, load_task
+from testbed.model.task import Task
+from testbed.model.taskload import load_task
 from testbed.runner.fastreset import SavedStateUse
 from testbed.runner.recording import CANCELLED
 from testbed.runner.request import RunRequest

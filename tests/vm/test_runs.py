@@ -18,8 +18,8 @@ from testbed.db.engine import open_database
 from testbed.db.models import Check, Command, Finding, Node, Phase, Run, Snapshot
 from testbed.db.read.trajectory import CommandStep, trajectory
 from testbed.hypervisor.slots import SlotStore
-from testbed.model.task import discover_tasks, load_task
 from testbed.model.task_record import task_hash
+from testbed.model.taskload import discover_tasks, load_task
 from testbed.runner.request import RunRequest
 from testbed.runner.run import Runner
 from testbed.runner.warm import WarmStarts

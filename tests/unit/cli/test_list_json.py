@@ -15,8 +15,8 @@ from testbed.cli.tasks import task_app
 from testbed.config import Settings
 from testbed.hypervisor.savedstate import SlotStore
 from testbed.model.images import load_catalog
-from testbed.model.task import discover_tasks
 from testbed.model.task_record import task_hash
+from testbed.model.taskload import discover_tasks
 from tests.conftest import ROOT
 from tests.unit.hypervisor.test_savedstate import _fake_slot
 

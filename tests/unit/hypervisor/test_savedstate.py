@@ -15,7 +15,8 @@ from testbed.hypervisor.owner import Owner
 from testbed.hypervisor.savedstate import replace_metadata
 from testbed.hypervisor.slots import SlotMeta, SlotNode, SlotStore, state_key
 from testbed.images.store import ImageManifest, StoredImage
-from testbed.model.task import Task, load_task
+from testbed.model.task import Task
+from testbed.model.taskload import load_task
 from testbed.runtime import image_catalog
 
 ROOT = Path(__file__).resolve().parents[3]

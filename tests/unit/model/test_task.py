@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from testbed.errors import InputError
-from testbed.model.task import load_task, load_task_variants
+from testbed.model.taskload import load_task, load_task_variants
 from testbed.runtime import image_catalog
 
 REPO = Path(__file__).resolve().parents[3]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from testbed.errors import InputError
-from testbed.model.task import load_task
+from testbed.model.taskload import load_task
 
 IMAGES = {"debian-12"}
 

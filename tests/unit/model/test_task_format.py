@@ -11,7 +11,7 @@ import pytest
 from testbed.errors import InputError
 from testbed.model.checks import FileCheck, PortCheck, ServiceCheck
 from testbed.model.job import JobSpec, expand_matrix
-from testbed.model.task import instantiate, load_task
+from testbed.model.taskload import instantiate, load_task
 
 ROOT = Path(__file__).resolve().parents[3]
 IMAGES = {"debian-11", "debian-12", "debian-13", "debian-12-openrc"}

@@ -20,7 +20,8 @@ from testbed.model.checks import UnchangedCheck
 from testbed.model.checkscript import Target
 from testbed.model.checkshell import primitive_script
 from testbed.model.parameters import TEMPLATE_RE
-from testbed.model.task import Task, discover_tasks, instantiate, load_task
+from testbed.model.task import Task
+from testbed.model.taskload import discover_tasks, instantiate, load_task
 from testbed.runtime import image_catalog
 
 ROOT = Path(__file__).resolve().parents[3]

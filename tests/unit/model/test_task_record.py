@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.model.task import load_task
 from testbed.model.task_record import task_hash, task_record
+from testbed.model.taskload import load_task
 from tests.conftest import ROOT
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.model.task import Task, discover_tasks, instantiate, load_task
+from testbed.model.task import Task
+from testbed.model.taskload import discover_tasks, instantiate, load_task
 from testbed.runtime import image_catalog
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from testbed.model.task import load_task
 from testbed.model.task_record import task_record
+from testbed.model.taskload import load_task
 from testbed.render.topology import topology_svg
 from tests.conftest import ROOT
 

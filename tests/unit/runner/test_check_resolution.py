@@ -23,7 +23,8 @@ from testbed.db.models import Check as CheckRow
 from testbed.db.models import Run
 from testbed.db.recorder import RunRecorder
 from testbed.guest.result import ExecResult
-from testbed.model.task import Check, Expected, load_task
+from testbed.model.task import Check, Expected
+from testbed.model.taskload import load_task
 from testbed.model.vocab import SnapshotPoint
 from testbed.probes.script import PROBES
 from testbed.runner import warm

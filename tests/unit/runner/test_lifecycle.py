@@ -22,7 +22,7 @@ from testbed.db.engine import open_database
 from testbed.db.models import Phase, Run
 from testbed.errors import HarnessError
 from testbed.guest.result import ExecResult
-from testbed.model.task import load_task
+from testbed.model.taskload import load_task
 from testbed.model.vocab import SnapshotPoint
 from testbed.runner.context import RunContext
 from testbed.runner.events import PhaseEvent, RunEvent, RunFinished, RunStarted

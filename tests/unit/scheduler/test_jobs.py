@@ -17,7 +17,7 @@ from testbed.db.engine import open_database
 from testbed.db.models import Run
 from testbed.errors import InputError
 from testbed.model.job import JobSpec, RetryPolicy, expand_matrix, load_job
-from testbed.model.task import discover_tasks, load_definition
+from testbed.model.taskload import discover_tasks, load_definition
 from testbed.runtime import image_catalog
 from testbed.scheduler.launch import create, load_prepared, prepare, resolve_job_id
 from testbed.testing.images import cache_image
