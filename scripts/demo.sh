@@ -5,7 +5,6 @@
 # reaches the web node by name, and tear the lab down.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup-host.sh --no-daemons
-export PATH="$PWD/.venv/bin:$PATH"
+. scripts/host-env.sh
 testbed image build debian-12
 exec scripts/netns-run bash scripts/demo-inner.sh

@@ -9,8 +9,7 @@
 # Usage: scripts/test-long.sh [extra pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup-host.sh --no-daemons
-export PATH="$PWD/.venv/bin:$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+. scripts/host-env.sh
 
 for image in debian-12 debian-11 debian-13 debian-12-openrc debian-13-cloud debian-13-cloud-uefi \
   frr-router frr-router-console; do

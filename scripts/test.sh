@@ -8,8 +8,7 @@
 # Usage: scripts/test.sh [extra pytest args for both runs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup-host.sh --no-daemons
-export PATH="$PWD/.venv/bin:$PATH:/usr/local/sbin:/usr/sbin:/sbin"  # mkfs, sfdisk, libvirtd live in sbin
+. scripts/host-env.sh
 
 ruff check .
 mypy
