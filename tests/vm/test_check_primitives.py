@@ -14,16 +14,10 @@ from typing import Any
 
 import pytest
 
-from testbed.db.engine import open_database
-from testbed.db.recorder import RunRecorder
-from testbed.hypervisor.lab import Lab
-from testbed.images.availability import availability
-from testbed.images.store import ImageStore
 from testbed.model.task import Check
-from testbed.model.topology import NodeSpec, Topology
-from testbed.runner.recording import CommandRecorder
 from testbed.runner.verify import run_check
-from testbed.runtime import runtime
+
+from .onebox import one_box
 
 pytestmark = [pytest.mark.vm, pytest.mark.long, pytest.mark.timeout(1200)]
 
@@ -53,23 +47,15 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
 
 
 async def _exercise(image: str, tmp_path: Path) -> list[tuple[str, dict[str, Any], str, str, str]]:
-    async with runtime() as rt:
-        state = availability(rt.catalog[image], ImageStore(rt.settings.images_dir))
-        if state.state != "present":
-            pytest.fail(f"{image} is {state.state} in the image cache: run `testbed image build {image}` first")
-        topo = Topology(name="primitives", nodes=[NodeSpec(name="box", image=image, memory=640)])
-        db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
-        commands = CommandRecorder(RunRecorder.create(db, task_id="primitives", agent="harness", image=image))
-        async with Lab(topo, rt.catalog, settings=rt.settings, hypervisor=rt.hypervisor, accel=rt.accel.accel) as lab:
-            box = lab.nodes["box"]
-            setup = await box.exec("printf '*/7 * * * * /usr/local/bin/testbed-primitive-probe\\n' | crontab -")
-            assert setup.exit_code == 0, setup.stderr
-            got = []
-            for i, (kind, args, want) in enumerate(CASES):
-                check = Check.model_validate({"id": f"P{i}", "description": kind, "node": "box", kind: args})
-                result = await run_check(check, box, commands, "after_agent")
-                got.append((kind, args, want, result.status, str(result.detail.get("reason"))))
-            return got
+    async with one_box(image, tmp_path, memory=640, task_id="primitives") as (box, commands):
+        setup = await box.exec("printf '*/7 * * * * /usr/local/bin/testbed-primitive-probe\\n' | crontab -")
+        assert setup.exit_code == 0, setup.stderr
+        got = []
+        for i, (kind, args, want) in enumerate(CASES):
+            check = Check.model_validate({"id": f"P{i}", "description": kind, "node": "box", kind: args})
+            result = await run_check(check, box, commands, "after_agent")
+            got.append((kind, args, want, result.status, str(result.detail.get("reason"))))
+        return got
 
 
 @pytest.mark.parametrize("image", ["debian-12", "debian-12-openrc"])

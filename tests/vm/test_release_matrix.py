@@ -17,18 +17,13 @@ from typing import Any
 
 import pytest
 
-from testbed.db.engine import open_database
-from testbed.db.recorder import RunRecorder
-from testbed.hypervisor.lab import Lab, LabNode
-from testbed.images.availability import availability
-from testbed.images.store import ImageStore
-from testbed.model.topology import NodeSpec, Topology
+from testbed.hypervisor.lab import LabNode
 from testbed.model.vocab import SnapshotPoint
 from testbed.probes import PROBES
 from testbed.runner.reboot import reboot_node
-from testbed.runner.recording import CommandRecorder
 from testbed.runner.snapshots import snapshot_node
-from testbed.runtime import runtime
+
+from .onebox import one_box
 
 pytestmark = [pytest.mark.vm, pytest.mark.long]
 
@@ -91,34 +86,26 @@ def _check_services(snapshot: dict[str, Any], image: str) -> None:
 
 
 async def _exercise(image: str, tmp_path: Path) -> None:
-    async with runtime() as rt:
-        state = availability(rt.catalog[image], ImageStore(rt.settings.images_dir))
-        if state.state != "present":
-            pytest.fail(f"{image} is {state.state} in the image cache: run `testbed image build {image}` first")
-        topo = Topology(name="matrix", nodes=[NodeSpec(name="box", image=image, memory=768)])
-        db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
-        commands = CommandRecorder(RunRecorder.create(db, task_id="release-matrix", agent="harness", image=image))
-        async with Lab(topo, rt.catalog, settings=rt.settings, hypervisor=rt.hypervisor, accel=rt.accel.accel) as lab:
-            box = lab.nodes["box"]
-            release = await box.exec(". /etc/os-release; echo $ID $VERSION_ID; hostname")
-            assert release.exit_code == 0
-            ident, version, hostname = release.stdout.split()
-            assert ident == "debian" and hostname == "box"
-            assert version == VERSION_ID.get(image, "13")
-            await _check_boot_path(box, image)
+    async with one_box(image, tmp_path, memory=768, task_id="release-matrix") as (box, commands):
+        release = await box.exec(". /etc/os-release; echo $ID $VERSION_ID; hostname")
+        assert release.exit_code == 0
+        ident, version, hostname = release.stdout.split()
+        assert ident == "debian" and hostname == "box"
+        assert version == VERSION_ID.get(image, "13")
+        await _check_boot_path(box, image)
 
-            before = await snapshot_node(box, commands, SnapshotPoint.BEFORE_SETUP)
-            assert _incomplete(before) == {}
-            _check_services(before, image)
+        before = await snapshot_node(box, commands, SnapshotPoint.BEFORE_SETUP)
+        assert _incomplete(before) == {}
+        _check_services(before, image)
 
-            took = await reboot_node(box, commands, timeout=900)
-            assert took > 0
-            after = await box.exec("hostname; cat /proc/sys/kernel/random/boot_id")
-            assert after.stdout.split()[0] == "box"
-            again = await snapshot_node(box, commands, SnapshotPoint.AFTER_REBOOT)
-            assert _incomplete(again) == {}
-            _check_services(again, image)
-            assert again["boot"] != before["boot"], "the reboot shows in the boot probe"
+        took = await reboot_node(box, commands, timeout=900)
+        assert took > 0
+        after = await box.exec("hostname; cat /proc/sys/kernel/random/boot_id")
+        assert after.stdout.split()[0] == "box"
+        again = await snapshot_node(box, commands, SnapshotPoint.AFTER_REBOOT)
+        assert _incomplete(again) == {}
+        _check_services(again, image)
+        assert again["boot"] != before["boot"], "the reboot shows in the boot probe"
 
 
 @pytest.mark.parametrize("image", MATRIX)
