@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,45 +24,29 @@ from testbed.db.engine import open_database
 from testbed.db.models import Command, ModelTurn
 from testbed.db.recorder import RunRecorder
 from testbed.errors import HarnessError
-from testbed.guest.result import ExecResult
 from testbed.runner.recording import CommandRecorder
 from testbed.runner.session import AgentSession, SessionStats
-from testbed.testing.nodes import OneLogin
+from testbed.testing.nodes import ScriptedNode
 from tests.unit.agents.openai_server import Completion, Failure, FakeOpenAI, text_reply, tool_call, tools_reply
 
 
-class FakeNode(OneLogin):
-    """Duck-typed `LabNode`: `broken` until `fix-service` runs; `big` prints `size` bytes."""
-
-    access = "ssh"
-    hypervisor = None
+class FakeNode(ScriptedNode):
+    """`broken` until `fix-service` runs; `big N` prints N bytes."""
 
     def __init__(self, name: str, state: dict[str, Any]) -> None:
-        self.name = name
+        super().__init__(name, image="fake", mgmt_ip="10.0.0.2")
         self.state = state
-        self.image = SimpleNamespace(name="fake")
-        self.domain, self.mgmt_ip = f"fake-{name}", "10.0.0.2"
 
-    async def exec(
-        self,
-        command: str,
-        *,
-        timeout: float | None = 120.0,
-        max_output: int = 65536,
-        stdin: bytes | None = None,
-        idle_timeout: float | None = None,
-    ) -> ExecResult:
+    async def answer(self, command: str) -> tuple[str, int]:
         self.state.setdefault("log", []).append((self.name, command))
         if command.strip() == "fix-service":
             self.state["fixed"] = True
-            out, code = "fixed\n", 0
-        elif command.strip() == "check-service":
-            out, code = ("active\n", 0) if self.state.get("fixed") else ("failed\n", 3)
-        elif command.startswith("big"):
-            out, code = command + ":" + "z" * int(command.split()[1]), 0
-        else:
-            out, code = f"ran: {command}\n", 0
-        return ExecResult(command, code, out, "", datetime.now(UTC), 1)
+            return "fixed\n", 0
+        if command.strip() == "check-service":
+            return ("active\n", 0) if self.state.get("fixed") else ("failed\n", 3)
+        if command.startswith("big"):
+            return command + ":" + "z" * int(command.split()[1]), 0
+        return f"ran: {command}\n", 0
 
 
 CONTEXT = AgentContext("t", "Fix the service.", ["node", "web"], 30, 600.0, 60.0)

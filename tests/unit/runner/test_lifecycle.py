@@ -29,7 +29,7 @@ from testbed.runner.events import PhaseEvent, RunEvent, RunFinished, RunStarted
 from testbed.runner.request import RunRequest
 from testbed.runner.run import Runner
 from testbed.runtime import image_catalog
-from testbed.testing.nodes import FakeSession, OneLogin
+from testbed.testing.nodes import FakeSession, ScriptedNode
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -58,36 +58,20 @@ expect_output = "^active$"
 """
 
 
-class FakeNode(OneLogin):
-    access = "ssh"
-    hypervisor = None
-
+class FakeNode(ScriptedNode):
     def __init__(self, name: str, lab: FakeLab) -> None:
-        self.name = name
+        super().__init__(name)
         self.lab = lab
-        self.image = SimpleNamespace(name="debian-12")
-        self.domain, self.mgmt_ip = f"fake-{name}", "10.9.0.2"
-        self.console_log = Path("/nonexistent")
-        self.session = FakeSession()
 
-    async def exec(
-        self,
-        command: str,
-        *,
-        timeout: float | None = 120.0,
-        max_output: int = 65536,
-        stdin: bytes | None = None,
-        idle_timeout: float | None = None,
-    ) -> ExecResult:
+    async def answer(self, command: str) -> tuple[str, int]:
         self.lab.log.append(command)
         if command == "hang":
             await asyncio.sleep(3600)
         if command == "bug":
             raise RuntimeError("a bug in the harness")
-        out = f"ran: {command}\n"
         if command == "check-service":
-            out = "active\n" if "fix-service" in self.lab.log else "failed\n"
-        return ExecResult(command, 0, out, "", datetime.now(UTC), 1)
+            return ("active\n" if "fix-service" in self.lab.log else "failed\n"), 0
+        return f"ran: {command}\n", 0
 
 
 class FakeLab:

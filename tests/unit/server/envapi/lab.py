@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -30,13 +29,12 @@ from fastapi.testclient import TestClient
 
 from testbed.config import Settings
 from testbed.db.engine import open_database
-from testbed.guest.result import ExecResult
 from testbed.guest.ssh import GuestConnectionError
 from testbed.runtime import image_catalog
 from testbed.server.envapi.app import create_app
 from testbed.server.envapi.backend import RunnerBackend
 from testbed.server.envapi.episodes import EpisodeManager
-from testbed.testing.nodes import FakeSession, OneLogin
+from testbed.testing.nodes import ScriptedNode
 
 ROOT = Path(__file__).resolve().parents[4]
 TOKEN = "s3cret"
@@ -86,27 +84,13 @@ diagnostic_patterns = ["systemctl\\\\s+status"]
 """
 
 
-class FakeNode(OneLogin):
-    access = "ssh"
-    hypervisor = None
-
+class FakeNode(ScriptedNode):
     def __init__(self, name: str) -> None:
-        self.name = name
-        self.image = SimpleNamespace(name="debian-12")
-        self.domain, self.mgmt_ip = f"fake-{name}", "10.9.0.2"
+        super().__init__(name)
         self.fixed = False
         self.log: list[str] = []
-        self.session = FakeSession()
 
-    async def exec(
-        self,
-        command: str,
-        *,
-        timeout: float | None = 120.0,
-        max_output: int = 65536,
-        stdin: bytes | None = None,
-        idle_timeout: float | None = None,
-    ) -> ExecResult:
+    async def answer(self, command: str) -> tuple[str, int]:
         self.log.append(command)
         out, code = f"ran: {command}\n", 0
         if command == "lose-guest":
@@ -119,7 +103,7 @@ class FakeNode(OneLogin):
             self.fixed = True
         elif command == "check-service":
             out, code = ("active\n", 0) if self.fixed else ("failed\n", 3)
-        return ExecResult(command, code, out, "", datetime.now(UTC), 1)
+        return out, code
 
 
 LABS: list[FakeLab] = []
