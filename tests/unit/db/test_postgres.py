@@ -9,18 +9,15 @@ scratch database next to the given one (the role needs CREATEDB) and drops it af
 from __future__ import annotations
 
 import asyncio
-import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.db.engine import make_engine, normalize_url, open_database
+from testbed.db.engine import make_engine, open_database
 from testbed.db.migrate import head_revision, upgrade
 from testbed.db.models import Base, Command, Snapshot
 from testbed.db.read import run_detail
@@ -28,32 +25,14 @@ from testbed.db.recorder import RunRecorder
 from testbed.db.records import CommandRecord
 from testbed.db.types import utcnow
 from testbed.testing.sample_run import check_sample_run, record_sample_run
+from tests.pgscratch import REQUIRES_POSTGRES, scratch_database
 
-PG_URL = os.environ.get("TESTBED_TEST_PG_URL")
-
-pytestmark = [
-    pytest.mark.postgres,
-    pytest.mark.skipif(
-        not PG_URL,
-        reason="TESTBED_TEST_PG_URL is not set (start a server with scripts/start-postgres.sh)",
-    ),
-]
+pytestmark = REQUIRES_POSTGRES
 
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
-    assert PG_URL
-    base = make_url(normalize_url(PG_URL))
-    name = f"testbed_t_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    yield from scratch_database("testbed_t")
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,11 @@ sort, the impactful predicate, outcome counts), an older schema, a missing datab
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InternalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -22,35 +20,15 @@ from testbed.db.read.figures import compute_figures
 from testbed.db.read.overview import overview
 from testbed.db.read.runlist import RunsQuery, runs_page
 from testbed.errors import HarnessError, InputError
+from tests.pgscratch import PG_URL, REQUIRES_POSTGRES, scratch_database
 from tests.unit.db.conftest import T0, Seeder
 
-PG_URL = os.environ.get("TESTBED_TEST_PG_URL")
-
-pytestmark = [
-    pytest.mark.postgres,
-    pytest.mark.skipif(
-        not PG_URL, reason="TESTBED_TEST_PG_URL is not set (start a server with scripts/start-postgres.sh)"
-    ),
-]
-
-
-def _scratch(name: str) -> Iterator[str]:
-    assert PG_URL
-    base = make_url(normalize_url(PG_URL))
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+pytestmark = REQUIRES_POSTGRES
 
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
-    yield from _scratch(f"testbed_r_{uuid.uuid4().hex[:10]}")
+    yield from scratch_database("testbed_r")
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +59,7 @@ def test_read_only_sessions_read_and_refuse_writes(pg_url: str, seeded: dict[str
 
 
 def test_older_schema_and_missing_database() -> None:
-    for url in _scratch(f"testbed_o_{uuid.uuid4().hex[:10]}"):
+    for url in scratch_database("testbed_o"):
         upgrade(url, "0002")
         with pytest.raises(InputError, match=r"schema revision 0002, older than .*run `testbed db upgrade`"):
             read_only_engine(url)

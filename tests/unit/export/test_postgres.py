@@ -4,49 +4,32 @@ tests/unit/db/test_postgres.py): the same files and figures as on SQLite."""
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from sqlalchemy import create_engine, text, update
-from sqlalchemy.engine import make_url
+from sqlalchemy import update
 
-from testbed.db.engine import normalize_url, open_database
+from testbed.db.engine import open_database
 from testbed.db.models import Run
 from testbed.db.read import RunFilter
 from testbed.db.read.figures import compute_figures
 from testbed.export import SCHEMAS, TABLE_NAMES, export_dataset
 from testbed.testing.sample_run import record_sample_run
+from tests.pgscratch import REQUIRES_POSTGRES, scratch_database
 from tests.unit.db.test_read_figures import JOB, seed_database
 from tests.unit.export.test_dataset import plain_turns, record_turns
 
-PG_URL = os.environ.get("TESTBED_TEST_PG_URL")
 NOT_BEFORE = datetime(2024, 1, 2, 0, 5, tzinfo=UTC)
 
-pytestmark = [
-    pytest.mark.postgres,
-    pytest.mark.skipif(not PG_URL, reason="TESTBED_TEST_PG_URL is not set (see scripts/start-postgres.sh)"),
-]
+pytestmark = REQUIRES_POSTGRES
 
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
-    assert PG_URL
-    base = make_url(normalize_url(PG_URL))
-    name = f"testbed_x_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield base.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    yield from scratch_database("testbed_x")
 
 
 def test_same_results_as_sqlite(pg_url: str, tmp_path: Path) -> None:

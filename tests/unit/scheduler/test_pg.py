@@ -4,45 +4,25 @@ LOCKED` + leases): no run is claimed twice and none is lost. Needs env TESTBED_T
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from testbed.db.engine import normalize_url, open_database
+from testbed.db.engine import open_database
 from testbed.model.job import RetryPolicy
 from testbed.scheduler.jobrows import NewRun, create_job_with_runs
 from testbed.scheduler.store import SqlRunStore
+from tests.pgscratch import REQUIRES_POSTGRES, scratch_database
 from tests.unit.scheduler.test_store import share_job_between_two_threads
 
-PG_URL = os.environ.get("TESTBED_TEST_PG_URL")
-
-pytestmark = [
-    pytest.mark.postgres,
-    pytest.mark.skipif(
-        not PG_URL, reason="TESTBED_TEST_PG_URL is not set (start a server with scripts/start-postgres.sh)"
-    ),
-]
+pytestmark = REQUIRES_POSTGRES
 
 
 @pytest.fixture(scope="module")
 def db() -> Iterator[sessionmaker[Session]]:
-    assert PG_URL
-    base = make_url(normalize_url(PG_URL))
-    name = f"testbed_s_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield open_database(base.set(database=name).render_as_string(hide_password=False))
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    for url in scratch_database("testbed_s"):
+        yield open_database(url)
 
 
 def test_skip_locked_claims_never_overlap(db: sessionmaker[Session]) -> None:
