@@ -517,11 +517,16 @@ p_os() {
     tb_part kernel 20 tb_kernel_kv
 }
 
-p_tmp_files() {
+# tb_roots_probe NAME ROOTS WALKER: probe NAME walks those of ROOTS (globs, space separated)
+# that exist with WALKER (at most 5000 entries), or says none exists.
+tb_roots_probe() {
+    _tb_rp_name=$1
+    _tb_rp_roots=$2
+    _tb_rp_walk=$3
     # shellcheck disable=SC2086
-    tb_existing $TB_TMP_ROOTS
+    tb_existing $_tb_rp_roots
     if [ -z "$TB_FILES" ]; then
-        tb_unavail tmp_files "none of $TB_TMP_ROOTS exists"
+        tb_unavail "$_tb_rp_name" "none of $_tb_rp_roots exists"
         return
     fi
     _tb_ifs=$IFS
@@ -530,7 +535,11 @@ p_tmp_files() {
     set -- $TB_FILES
     IFS=$_tb_ifs
     TB_LIMIT=5000
-    tb_part_m S entries 5000 tb_stat_tree "$@"
+    tb_part_m S entries 5000 "$_tb_rp_walk" "$@"
+}
+
+p_tmp_files() {
+    tb_roots_probe tmp_files "$TB_TMP_ROOTS" tb_stat_tree
 }
 
 tb_systemd_running() {
@@ -925,19 +934,7 @@ tb_app_find() {
 }
 
 p_app_files() {
-    # shellcheck disable=SC2086
-    tb_existing $TB_APP_ROOTS
-    if [ -z "$TB_FILES" ]; then
-        tb_unavail app_files "none of $TB_APP_ROOTS exists"
-        return
-    fi
-    _tb_ifs=$IFS
-    IFS=$TB_NL
-    # shellcheck disable=SC2086
-    set -- $TB_FILES
-    IFS=$_tb_ifs
-    TB_LIMIT=5000
-    tb_part_m S entries 5000 tb_app_find "$@"
+    tb_roots_probe app_files "$TB_APP_ROOTS" tb_app_find
 }
 
 # tb_secret_find: print candidate files under TB_SECRET_DIRS in one walk: by name (key

@@ -310,3 +310,17 @@ def test_real_run_with_busybox_tools_only(tmp_path: Path, planted: dict[str, Pat
     assert parsed["sysctl"]["values"]
     assert "/etc/passwd" in parsed["etc_files"]["files"]
     assert str(planted["key"]) in parsed["secrets"]["files"]
+
+
+@pytest.mark.parametrize("shell", _shells(), ids=" ".join)
+def test_tree_probes_walk_the_roots_that_exist_and_say_when_none_does(shell: list[str], tmp_path: Path) -> None:
+    app = tmp_path / "srv"
+    (app / "site").mkdir(parents=True)
+    (app / "site" / "index.html").write_text("hi\n")
+    env = {
+        "TESTBED_PROBE_TMP_DIRS": f"{tmp_path}/no-such-tmp {tmp_path}/nor-this",
+        "TESTBED_PROBE_APP_DIRS": f"{tmp_path}/absent {app}",
+    }
+    _, parsed = _run(shell, "tmp_files", "app_files", env=env)
+    assert parsed["tmp_files"]["unavailable"].startswith("none of ")
+    assert str(app / "site" / "index.html") in parsed["app_files"]["entries"]
