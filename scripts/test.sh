@@ -24,5 +24,5 @@ export TESTBED_TEST_PG_SOCKET_URL="postgresql+psycopg://postgres@/testbed_test?h
 testbed image build debian-12
 pytest -m "not vm" -q -p no:cacheprovider -n 2 "$@"
 mkdir -p artifacts
-scripts/netns-run pytest -m "vm and not long" -q -p no:cacheprovider -n 3 --dist load \
+TESTBED_NETNS_LOGS="$PWD/artifacts/qemu-logs" scripts/netns-run pytest -m "vm and not long" -q -p no:cacheprovider -n 3 --dist load \
   --durations=15 --junitxml=artifacts/vm-tests.xml "$@"
