@@ -16,7 +16,10 @@ Keepalive: with an event loop registered (`testbed.hypervisor.events`) libvirt's
 declares a connection dead after 5 unanswered keepalives 5 s apart, and libvirtd then
 autodestroys every domain the connection started. On a loaded 2-core host a busy process
 can miss 25 s of keepalives while its guests are fine, so connections are opened with
-`KEEPALIVE` (15 s x 20: five minutes of silence) instead.
+`KEEPALIVE` (15 s x 20: five minutes of silence) instead. libvirtd keeps its own count of
+the client's silence (`keepalive_interval`/`keepalive_count` in libvirtd.conf, 5 s x 5 by
+default: about 30 s) and closes the connection, with the same autodestroy; scripts/netns-run
+starts its private libvirtd with 15 x 20, and a loaded lab host should set the same.
 """
 
 from __future__ import annotations
