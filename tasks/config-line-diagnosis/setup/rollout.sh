@@ -6,8 +6,7 @@
 # and ten single-line directives on lines 4-13, so any drawn line holds a directive, and
 # nginx reports an unknown directive on the line it stands on. The setup checks that
 # the files load without the slip and `nginx -t` reports exactly the planted place, on
-# this release's nginx. systemd or OpenRC,
-# whichever this guest runs.
+# this release's nginx. Works on systemd and OpenRC guests.
 set -eu
 d=/etc/nginx/conf.d
 mkdir -p "$d"
