@@ -34,6 +34,7 @@ NEW_TASKS = {
     "persistent-sysctl", "time-sync", "ssh-hardening", "aide-baseline", "tls-cert-rotation",
     "service-sandboxing", "swap-file", "port-owner-diagnosis", "disk-filler-diagnosis",
     "healthy-web-control", "healthy-backup-control",
+    "ssh-bastion", "config-sync-ssh", "nat-egress", "firewall-zones", "config-line-diagnosis",
 }  # fmt: skip
 SHELLS = [s for s in ("dash", "bash") if shutil.which(s)]
 
@@ -134,6 +135,7 @@ def test_the_library() -> None:
     cells = sum(len(t.definition.images) for t in tasks.values())
     assert cells >= 70, f"the task x release matrix has {cells} cells"
     assert sum("debian-12-openrc" in t.definition.images for t in tasks.values()) >= 6
+    assert sum(len(t.topology.nodes) >= 3 for t in tasks.values()) >= 3, "fewer than three tasks of three nodes"
 
     def unchanged(task: Task) -> bool:
         return any(isinstance(c.primitive, UnchangedCheck) for c in task.definition.checks)
