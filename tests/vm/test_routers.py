@@ -111,7 +111,7 @@ async def _ospf_lab() -> None:
             snap = (await snapshot(r1))["router"]
             assert [v["state"].split("/")[0] for v in snap["ospf_neighbors"].values()] == ["Full"]
             assert [r["protocol"] for r in snap["rib"]["10.0.2.0/24"]] == ["ospf"]
-            assert "router ospf > network 10.0.0.0/8 area 0" in snap["unsaved"]
+            assert "router ospf > network 10.0.0.0/16 area 0" in snap["unsaved"]
             host = await snapshot(h1)
             assert host["router"] == {"unavailable": "vtysh not found"}
 
@@ -217,8 +217,8 @@ def test_unsaved_configuration_is_lost_at_the_reboot_and_saved_configuration_sur
         assert run is not None and run.outcome == "failed"
     after = router_snapshot(db, unsaved, "after_agent")
     assert any(v["state"].startswith("Full") for v in after["ospf_neighbors"].values())
-    assert "router ospf > network 10.0.0.0/8 area 0" in after["unsaved"]
-    assert "router ospf > network 10.0.0.0/8 area 0" not in router_snapshot(db, unsaved, "after_reboot")["running"]
+    assert "router ospf > network 10.0.0.0/16 area 0" in after["unsaved"]
+    assert "router ospf > network 10.0.0.0/16 area 0" not in router_snapshot(db, unsaved, "after_reboot")["running"]
 
     saved = run_ospf(tmp_path, db, save=True)
     found = checks(db, saved)
@@ -230,5 +230,5 @@ def test_unsaved_configuration_is_lost_at_the_reboot_and_saved_configuration_sur
     # the OSPF the task asked for, its routes and write memory's files are not residue
     assert not [f.summary for f in left if str((f.evidence or {}).get("subject", "")).startswith("router:")]
     rebooted = router_snapshot(db, saved, "after_reboot")
-    assert rebooted["unsaved"] == [] and "router ospf > network 10.0.0.0/8 area 0" in rebooted["saved"]
+    assert rebooted["unsaved"] == [] and "router ospf > network 10.0.0.0/16 area 0" in rebooted["saved"]
     assert_clean(vm_home)
