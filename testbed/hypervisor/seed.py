@@ -64,7 +64,11 @@ def networkd_unit(index: int, iface: InterfaceConfig) -> str:
     elif iface.dhcp:
         lines.append("DHCP=ipv4")
     else:
-        lines.append("ConfigureWithoutCarrier=yes")
+        # brought up only: its addresses and routes are someone else's (FRR on a router, the
+        # agent), and networkd must not drop them when it (re)configures the link, as it
+        # does by default with "foreign" configuration (a router lost its link addresses
+        # at a reboot when networkd configured the link after FRR had set them)
+        lines += ["ConfigureWithoutCarrier=yes", "KeepConfiguration=static"]
     lines.append("LinkLocalAddressing=no")
     lines.append("IPv6AcceptRA=no")
     if iface.forward:

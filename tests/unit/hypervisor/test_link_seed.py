@@ -66,6 +66,7 @@ def test_a_router_gets_link_files_its_frr_conf_and_the_agent_login_key() -> None
     # the router's link addresses live in FRR's configuration; networkd only brings the NIC up
     core = next(p for p in files if p.endswith("-testbed-core.network"))
     assert "\nAddress=" not in files[core].decode() and "ConfigureWithoutCarrier=yes" in files[core].decode()
+    assert "KeepConfiguration=static" in files[core].decode()  # FRR's addresses survive networkd
 
 
 def test_a_host_on_links_gets_addresses_and_routes_from_networkd() -> None:
