@@ -204,6 +204,7 @@ class Expected(_Strict):
     users: list[str] = []
     ports: list[Port] = []  # "{{ port }}" renders to the drawn integer
     router: list[str] = []  # globs over running-configuration paths (`block > line`)
+    firewall: list[str] = []  # globs over firewall rule groups (`nft table inet filter > chain forward`)
 
 
 class Oracle(_Strict):

@@ -33,8 +33,9 @@ What is excluded (each exclusion is listed in `ResidueResult.excluded` with its 
   expected users, the skeleton of a new expected user's home (``app_files``: the directory
   and the dot-files directly in it); ``ports``: listening sockets on those ports, the
   processes owning them and their descendants, firewall rules whose port tokens are all
-  expected ports; sysctl changes when an expected path covers a sysctl file and an agent
-  command writing such a file names the key;
+  expected ports, and every rule of a group `firewall` globs match (`nft table inet filter
+  > chain forward`, `iptables nat *`); sysctl changes when an expected path covers a sysctl
+  file and an agent command writing such a file names the key;
 - what only the harness did (rule: harness) — a change that a harness command (``source
   == "harness"``, phases agent/probe, plus verify for the reboot comparison) explains with
   ``high`` confidence while no agent command does; the probe's own traces (rule: noise):
@@ -46,7 +47,8 @@ What is excluded (each exclusion is listed in `ResidueResult.excluded` with its 
   timer/on-demand units (apt-daily, man-db, tmpfiles-clean, logrotate, hostnamed, …),
   ``user@``/``session-`` units, cron and timer job helpers, udev workers, link-local IPv6
   addresses and routes, DHCP client sockets, per-interface sysctl keys that appear with a
-  new interface, `df` usage figures, ``/run/user`` and ``/proc``/``/sys`` mounts,
+  new interface, netfilter keys that appear when a firewall rule loads conntrack (unless an
+  agent command names them), `df` usage figures, ``/run/user`` and ``/proc``/``/sys`` mounts,
   ``/etc/.pwd.lock``, ``/etc/adjtime``, per-user tool state in the ``app_files`` listing
   (``.*_history``, ``.lesshst``, ``.viminfo``, ``.wget-hsts``, ``.rnd``, …);
 - rule: package fold — an item marked package-managed (new or removed /etc files, the

@@ -36,6 +36,7 @@ class _Expect:
         self.users = set(exp.users)
         self.ports = {str(p) for p in exp.ports}
         self.router = list(exp.router)
+        self.firewall = list(exp.firewall)
         self.ancestors: set[str] = set()
         for g in self.globs:
             parts = g.strip("/").split("/")
@@ -71,6 +72,11 @@ class _Expect:
         parts = path.split(" > ")
         prefixes = [" > ".join(parts[: i + 1]) for i in range(len(parts))]
         return any(fnmatch.fnmatchcase(p, g) for g in self.router for p in prefixes)
+
+    def firewall_group(self, group: str) -> bool:
+        """A firewall rule group (`nft table FAMILY NAME > chain CHAIN`, `iptables TABLE
+        CHAIN`) the task asks for: a glob of `firewall` matches it."""
+        return any(fnmatch.fnmatchcase(group, g) for g in self.firewall)
 
     def covers_sysctl_file(self) -> bool:
         """An expected glob covers /etc/sysctl.conf or a sysctl.d directory."""

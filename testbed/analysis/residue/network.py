@@ -51,9 +51,10 @@ def _is_accept_chain_header(rule: str) -> bool:
 
 
 def _h_firewall(ctx: _Ctx, d: ProbeDiff) -> None:
-    """Firewall rules added, removed or changed. Rules whose ports are all expected are
-    excluded; so is the accept-policy base-chain declaration holding them when every other
-    changed rule of its chain was excluded (writing an expected rule needs its chain)."""
+    """Firewall rules added, removed or changed. Rules in an expected group (`firewall`
+    globs) and rules whose ports are all expected are excluded; so is the accept-policy
+    base-chain declaration holding them when every other changed rule of its chain was
+    excluded (writing an expected rule needs its chain)."""
     changes = [c for c in d.items() if not (c.change == "removed" and ctx.point == REBOOT_POINT)]
     reported_groups: set[str] = set()
     expected_groups: set[str] = set()
@@ -64,6 +65,10 @@ def _h_firewall(ctx: _Ctx, d: ProbeDiff) -> None:
             headers.append(c)
             continue
         group = _rule_group(rule)
+        if ctx.expect.firewall_group(group):
+            ctx.exclude("firewall", rule, "rule in an expected firewall group")
+            expected_groups.add(group)
+            continue
         ports = {p for m in _PORT_OPTS.findall(rule) for p in re.split(r"[,\s-]+", m) if p}
         if ports and ctx.expect.ports and ports <= ctx.expect.ports:
             ctx.exclude("firewall", rule, "rule for expected ports only")

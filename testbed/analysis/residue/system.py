@@ -13,6 +13,13 @@ from testbed.analysis.residue.paths import _prefixed
 from testbed.probes.diff import ProbeDiff
 
 _PER_IFACE_SYSCTL = re.compile(r"^net\.(ipv4|ipv6)\.(conf|neigh)\.[^.]+\.")
+_MODULE_SYSCTL = re.compile(r"^net\.(netfilter\.|nf_conntrack_max$)")
+"""Keys that appear when a stateful firewall rule loads nf_conntrack (their defaults)."""
+
+
+def _named_by_agent(ctx: _Ctx, key: str) -> bool:
+    """An agent command names the sysctl key (it may have set it)."""
+    return any(key in w for cmd in ctx.agent_cmds for w in command_effects(cmd.command).local.words)
 
 
 def _h_sysctl(ctx: _Ctx, d: ProbeDiff) -> None:
@@ -21,6 +28,9 @@ def _h_sysctl(ctx: _Ctx, d: ProbeDiff) -> None:
         key = c.key
         if c.change != "changed" and (_PER_IFACE_SYSCTL.match(key) or c.change == "removed"):
             ctx.exclude("sysctl", key, "noise (per-interface key of a new/removed interface)")
+            continue
+        if c.change == "added" and _MODULE_SYSCTL.match(key) and not _named_by_agent(ctx, key):
+            ctx.exclude("sysctl", key, "noise (appeared with the conntrack module a firewall rule loaded)")
             continue
         if key in ("kernel.hostname", "kernel.domainname"):
             ctx.exclude("sysctl", key, "represented by the os probe / hostname")

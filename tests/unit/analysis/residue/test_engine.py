@@ -723,3 +723,30 @@ def test_accept_chain_holding_only_expected_rules_is_not_residue(
     cmds = [agent(2, "nft -f /etc/nftables.conf")]
     res = find_residue({"web": {"after_setup": base, "after_agent": after}}, cmds, Expected(ports=[9000]))
     assert (res.verdict == "yes") is reported, [f.summary for f in res.findings]
+
+
+def test_expected_firewall_groups_and_conntrack_sysctls_are_not_residue(debian: dict[str, Any]) -> None:
+    """A task that asks for forward rules declares their group; the netfilter sysctls that
+    appear when the stateful rule loads conntrack are the module's defaults, not a change
+    (unless an agent command names the key)."""
+    base = copy.deepcopy(debian)
+    after = copy.deepcopy(debian)
+    after["firewall"]["rules"].extend(
+        [
+            "nft table inet filter > chain forward: type filter hook forward priority filter; policy drop;",
+            "nft table inet filter > chain forward: ct state established,related accept",
+            "nft table inet filter > chain forward: iifname \"eth1\" tcp dport 80 accept",
+        ]
+    )
+    after["sysctl"]["values"]["net.netfilter.nf_conntrack_max"] = "4096"
+    after["sysctl"]["values"]["net.nf_conntrack_max"] = "4096"
+    cmds = [agent(2, "nft -f /etc/nftables.conf")]
+    expected = Expected(paths=["/etc/nftables.conf"], firewall=["nft table inet filter > chain forward"])
+    clean = find_residue({"web": {"after_setup": base, "after_agent": after}}, cmds, expected)
+    assert clean.verdict == "no", [f.summary for f in clean.findings]
+    # without the declaration the rules are residue; a key the agent set is reported
+    bare = find_residue({"web": {"after_setup": base, "after_agent": after}}, cmds, Expected())
+    assert any(f.category == "system_config" and "firewall" in f.summary for f in bare.findings)
+    named = [*cmds, agent(3, "sysctl -w net.netfilter.nf_conntrack_max=4096")]
+    res = find_residue({"web": {"after_setup": base, "after_agent": after}}, named, expected)
+    assert [f.summary for f in res.findings] == ["sysctl net.netfilter.nf_conntrack_max changed None → 4096"]
