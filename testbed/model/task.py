@@ -46,6 +46,7 @@ task.toml:
     users = []
     ports = [80]
     router = ["router ospf*"]         # router configuration (testbed.analysis.residue.router)
+    firewall = ["nft table * > chain forward"]   # firewall rule groups (`iptables nat *` too)
 
     [oracle]                          # the reference solution
     node = "node"
