@@ -21,9 +21,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.agents.base import Action, Agent, AgentContext, Observation
 from testbed.analysis import SafetyPolicy
+from testbed.config import Settings
 from testbed.db.engine import open_database
 from testbed.db.models import Artifact, Check, Command, Run
 from testbed.hypervisor.slots import SlotStore
+from testbed.hypervisor.xml import LabMetadata
 from testbed.model.task import Task
 from testbed.model.taskload import load_task
 from testbed.runner.fastreset import SavedStateUse
@@ -69,10 +71,14 @@ class DestroyFromOutside(Agent):
         if self.done:
             return None
         self.done = True
+        # only this test's guest: other workers' guests share the libvirtd (destroying every
+        # `*-node` domain once killed two runs of the scheduler test beside it)
+        labs_dir = str(Settings.from_env().labs_dir)
         conn = libvirt.open("qemu:///system")
         try:
             for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
-                if dom.name().endswith("-node"):
+                meta = LabMetadata.from_xml(dom.XMLDesc(0))
+                if dom.name().endswith("-node") and meta is not None and meta.lab_dir.startswith(labs_dir + "/"):
                     dom.destroy()
         finally:
             conn.close()
