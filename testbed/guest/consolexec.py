@@ -22,9 +22,9 @@ trailer is typed again), then Ctrl-\\ after `INTERRUPT_GRACE_S`; the result is
 `timed_out` with no exit status once the F marker arrives, and stdout is what the command
 printed before the interrupt (what follows is the console's own echo); an interrupt that
 reaches the shell before step 2's line ran (no B marker) is closed by the retyped trailer
-alike. A command that survives both
-leaves the console unusable: `ConsoleLost`. Carriage returns the tty adds (`onlcr`) are
-taken out when `stty -onlcr` could not turn them off. Commands run one at a time.
+alike. A command that survives both leaves the console unusable: `ConsoleLost`. Carriage
+returns the tty adds (`onlcr`) are taken out when `stty -onlcr` could not turn them off.
+Commands run one at a time.
 """
 
 from __future__ import annotations

@@ -280,7 +280,7 @@ class Coordinator:
         placements: list[tuple[PendingRun, HostSlot, Demand]] = []
         for demand, bucket in self._queue.classes():
             while bucket:
-                if demand.nodes == 0:  # cannot be described: fails at once (see _enqueue)
+                if demand.nodes == 0:  # cannot be described: fails at once (runqueue.UNPLACEABLE)
                     run = bucket.popleft()
                     placements.append((run, self.hosts[0], demand))
                     continue

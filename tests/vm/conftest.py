@@ -15,10 +15,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from testbed.config import Settings
+
+if TYPE_CHECKING:
+    import libvirt
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_NETNS = os.environ.get("TESTBED_IN_NETNS") == "1"
@@ -94,6 +98,22 @@ def run_cli(*args: str, check: bool = True, timeout: float = 600) -> subprocess.
     return proc
 
 
+def in_home(obj: libvirt.virDomain | libvirt.virNetwork, home: Path) -> bool:
+    """Whether a libvirt domain or network belongs to a lab under `home` (by the lab
+    directory in its `<tb:lab>` metadata): VM tests of several workers share one libvirtd,
+    so a test looks at and touches only its own session's objects."""
+    import libvirt
+
+    from testbed.hypervisor.xml import LabMetadata
+
+    try:
+        xml = obj.XMLDesc(0)
+    except libvirt.libvirtError:
+        return False  # another worker's object vanished between list and lookup
+    meta = LabMetadata.from_xml(xml)
+    return meta is not None and meta.lab_dir.startswith(str(home).rstrip("/") + "/")
+
+
 def leftovers(home: Path) -> dict[str, list[str]]:
     """Everything of this test session's TESTBED_HOME still present: domains, networks
     (found by the lab directory in their metadata, so tests running side by side on one
@@ -102,21 +122,10 @@ def leftovers(home: Path) -> dict[str, list[str]]:
 
     import libvirt
 
-    from testbed.hypervisor.xml import LabMetadata
-
     conn = libvirt.open(Settings.from_env().libvirt_uri)
     try:
-
-        def mine(obj: libvirt.virDomain | libvirt.virNetwork) -> bool:
-            try:
-                xml = obj.XMLDesc(0)
-            except libvirt.libvirtError:
-                return False  # another worker's object vanished between list and lookup
-            meta = LabMetadata.from_xml(xml)
-            return meta is not None and meta.lab_dir.startswith(str(home))
-
-        domains = [d.name() for d in conn.listAllDomains(0) if mine(d)]
-        networks = [n.name() for n in conn.listAllNetworks(0) if mine(n)]
+        domains = [d.name() for d in conn.listAllDomains(0) if in_home(d, home)]
+        networks = [n.name() for n in conn.listAllNetworks(0) if in_home(n, home)]
     finally:
         conn.close()
     labs = [p.name for p in (home / "labs").iterdir()] if (home / "labs").exists() else []

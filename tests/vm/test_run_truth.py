@@ -25,7 +25,6 @@ from testbed.config import Settings
 from testbed.db.engine import open_database
 from testbed.db.models import Artifact, Check, Command, Run
 from testbed.hypervisor.slots import SlotStore
-from testbed.hypervisor.xml import LabMetadata
 from testbed.model.task import Task
 from testbed.model.taskload import load_task
 from testbed.runner.fastreset import SavedStateUse
@@ -35,7 +34,7 @@ from testbed.runner.run import Runner
 from testbed.runtime import Runtime, image_catalog, runtime
 from testbed.server.envapi.backend import RunnerBackend
 
-from .conftest import ROOT, assert_clean
+from .conftest import ROOT, assert_clean, in_home
 
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(3000)]
 
@@ -73,12 +72,11 @@ class DestroyFromOutside(Agent):
         self.done = True
         # only this test's guest: other workers' guests share the libvirtd (destroying every
         # `*-node` domain once killed two runs of the scheduler test beside it)
-        labs_dir = str(Settings.from_env().labs_dir)
+        home = Settings.from_env().home
         conn = libvirt.open("qemu:///system")
         try:
             for dom in conn.listAllDomains(libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE):
-                meta = LabMetadata.from_xml(dom.XMLDesc(0))
-                if dom.name().endswith("-node") and meta is not None and meta.lab_dir.startswith(labs_dir + "/"):
+                if dom.name().endswith("-node") and in_home(dom, home):
                     dom.destroy()
         finally:
             conn.close()
