@@ -46,7 +46,7 @@ from sqlalchemy.orm import Session
 
 from testbed.db.cleaning import clean_json, clean_text
 from testbed.db.connect import writer_engine
-from testbed.db.evidencewrites import EvidenceWrites, stored_record
+from testbed.db.evidencewrites import EvidenceWrites
 from testbed.db.models import (
     OUTCOMES,
     PHASE_STATUSES,
@@ -73,7 +73,6 @@ __all__ = [
     "create_job",
     "create_run",
     "engine_of",
-    "stored_record",
 ]
 
 NODE_FIELDS: frozenset[str] = frozenset({"image", "os_release", "domain_name", "mgmt_ip"})
