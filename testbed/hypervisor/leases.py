@@ -92,8 +92,11 @@ class LeaseStore:
     ) -> LabLease:
         """Lease a new lab id, `subnets` free subnets of the pool and `macs` unique MACs.
 
-        `reserved_subnets` are subnets the topology fixes itself: they are recorded (so no other
-        lab is given an overlapping one) and must not overlap a live lease.
+        `reserved_subnets` are subnets the topology fixes itself (its data segments and links).
+        They are recorded, so the pool never hands an overlapping subnet to any lab, but they
+        are not exclusive: data networks are isolated bridges without a host address, so two
+        labs of one task (attempts, agents, a GRPO group) may use the same fixed subnets side
+        by side. The lab's own pool subnets (its management network) never overlap them.
         `exclude_lab_ids` are ids that must not be chosen (for example ids that libvirt objects
         still use); `exclude_subnets` are subnets in use outside this store (for example by
         libvirt networks of another TESTBED_HOME on the same libvirtd) and are never handed out.
@@ -103,9 +106,6 @@ class LeaseStore:
             used_nets = [ipaddress.IPv4Network(s) for lease in leases.values() for s in lease.subnets]
             used_nets += [ipaddress.IPv4Network(s) for s in exclude_subnets or []]
             fixed = [ipaddress.IPv4Network(s) for s in reserved_subnets or []]
-            for net in fixed:
-                if any(net.overlaps(u) for u in used_nets):
-                    raise HarnessError(f"subnet {net} is already leased by another lab on this host")
             taken_ids = set(leases) | (exclude_lab_ids or set())
             lab_id = _fresh(lambda: secrets.token_hex(4)[:LAB_ID_LEN], taken_ids)
             chosen: list[ipaddress.IPv4Network] = []

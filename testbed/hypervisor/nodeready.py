@@ -11,17 +11,22 @@ where the console log is kept and its last lines.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
 from testbed.guest.readiness import wait_for_serial, wait_for_ssh
+from testbed.guest.result import ExecResult
 from testbed.guest.ssh import public_key_line
 from testbed.hypervisor.addressing import AddressPlan
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.console import LibvirtConsole
 from testbed.hypervisor.consoleboot import bootstrap_values, console_bootstrap
+from testbed.hypervisor.deviceconfig import Run, ensure_saved_config
 from testbed.hypervisor.labstate import NodeState
 from testbed.hypervisor.node import LabNode
+
+log = logging.getLogger(__name__)
 
 
 async def wait_ready(
@@ -34,7 +39,33 @@ async def wait_ready(
     save: Callable[[], None],
 ) -> float:
     """Wait for SSH, or for the serial prompt (then, on a console-managed device, its
-    console bootstrap and SSH); the seconds it took."""
+    console bootstrap and SSH), then for the device's saved configuration to be in force
+    (`testbed.hypervisor.deviceconfig`); the seconds it took."""
+    t0 = time.monotonic()
+    await _reach(hv, node, node_state, plan, progress=progress, save=save)
+    missing = await ensure_saved_config(node.image.device, _runner(node), node.name, strict=True)
+    if missing:
+        progress(node.name, f"saved configuration re-applied ({len(missing)} line(s) the boot left out)")
+        log.warning("%s: the boot left saved configuration out (%s); applied it again", node.name, "; ".join(missing))
+    return time.monotonic() - t0
+
+
+def _runner(node: LabNode) -> Run:
+    async def run(command: str) -> ExecResult:
+        return await node.exec(command, timeout=120)
+
+    return run
+
+
+async def _reach(
+    hv: Hypervisor,
+    node: LabNode,
+    node_state: NodeState,
+    plan: AddressPlan,
+    *,
+    progress: Callable[[str, str], None],
+    save: Callable[[], None],
+) -> float:
     image = node.image
     if image.readiness.method == "ssh":
         timeout = image.readiness.timeout_s

@@ -67,6 +67,9 @@ class DeviceOps(_Strict):
     config_file: str | None = None
     config_owner: str | None = None  # user:group the configuration file belongs to
     running_config: str | None = None
+    apply_saved: str | None = None
+    """Applies the saved configuration again (FRR: `vtysh -b`): used when a boot left saved
+    lines out of the running configuration (`testbed.hypervisor.deviceconfig`)."""
 
 
 class ConsoleStep(_Strict):

@@ -5,7 +5,10 @@ Layout of a task directory:
     task.toml          the definition below
     instruction.md     what the agent is told
     setup/*.sh         setup scripts (referenced by setup steps)
-    solution/*.sh      the oracle solution (referenced by [oracle])
+    solution/*.sh      the oracle solution (referenced by [oracle]); the oracle is an agent:
+                       its steps go through the agent's login, so on a router whose agent
+                       login is vtysh (frr-router) a step is CLI lines (solution/*.vtysh),
+                       while setup and checks always run in the harness's root shell
 
 task.toml:
 

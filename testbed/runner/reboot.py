@@ -2,24 +2,29 @@
 
 The reboot is asked of the guest itself (its service manager's reboot: `systemctl reboot`,
 or sysvinit's `reboot` under OpenRC; detached so the command returns), then the harness
-waits until SSH answers again with a different boot id. Every command it sends is recorded
-(phase `probe`, source `harness`).
+waits until SSH answers again with a different boot id, and, on a network device, until its
+saved configuration is in force (`testbed.hypervisor.deviceconfig`). Every command it sends
+is recorded (phase `probe`, source `harness`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 
 from testbed.errors import HarnessError
 from testbed.guest.readiness import wait_for_ssh
+from testbed.guest.result import ExecResult
 from testbed.guest.ssh import GuestConnectionError
+from testbed.hypervisor.deviceconfig import ensure_saved_config
 from testbed.hypervisor.lab import LabNode
 from testbed.model.services import detached_reboot
 from testbed.runner.recording import CommandRecorder
 
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
+log = logging.getLogger(__name__)
 
 
 def console_tail(node: LabNode, chars: int = 1500) -> str:
@@ -56,6 +61,19 @@ async def reboot_node(node: LabNode, commands: CommandRecorder, timeout: float =
             raise HarnessError(f"{exc}; console: {console_tail(node)}") from exc
         after = await boot_id(node, commands)
         if after and after != before:
+            await _saved_config_in_force(node, commands)
             return time.monotonic() - t0
         await node.session.close()
         await asyncio.sleep(2)
+
+
+async def _saved_config_in_force(node: LabNode, commands: CommandRecorder) -> None:
+    """On a device that loads a saved configuration at boot, apply it again when the boot
+    left lines out (`testbed.hypervisor.deviceconfig`; recorded as probe commands)."""
+
+    async def run(command: str) -> ExecResult:
+        return (await commands.run(node, command, phase="probe", source="harness", timeout=120)).result
+
+    missing = await ensure_saved_config(node.image.device, run, node.name, strict=False)
+    if missing:
+        log.warning("%s: the reboot left saved configuration out (%s); applied it again", node.name, "; ".join(missing))

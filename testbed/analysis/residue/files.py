@@ -31,6 +31,9 @@ from testbed.probes.diff import ItemChange, ProbeDiff
 _TMP_NOISE_RE = re.compile(
     r"^(systemd-private-|\.X11-unix$|\.ICE-unix$|\.font-unix$|\.XIM-unix$|\.Test-unix$|testbed-)"
 )
+_DAEMON_TMP = ("/var/tmp/frr/",)
+"""Temp trees a daemon keeps rewriting while it runs (FRR's per-daemon crash log buffers,
+`/var/tmp/frr/<daemon>.<pid>/logbuf.<tid>`): running, not a change anyone made."""
 
 
 def _path_items(
@@ -100,7 +103,12 @@ def _secret_kind(ctx: _Ctx, path: str) -> str | None:
 
 def _h_tmp_files(ctx: _Ctx, d: ProbeDiff) -> None:
     def route(path: str, c: ItemChange) -> tuple[str, str, bool] | None:
-        if path in TMP_ROOTS or any(_TMP_NOISE_RE.search(part) for part in path.split("/")):
+        if (
+            path in TMP_ROOTS
+            or path.startswith(_DAEMON_TMP)
+            or path + "/" in _DAEMON_TMP
+            or any(_TMP_NOISE_RE.search(part) for part in path.split("/"))
+        ):
             ctx.exclude("tmp_files", path, "noise (system or harness temp entry)")
             return None
         return path_category(path, _secret_kind(ctx, path)), "path:" + path, False
@@ -241,10 +249,10 @@ def _h_generic_paths(ctx: _Ctx, d: ProbeDiff) -> None:
 
 
 _APP_NOISE_RE = re.compile(
-    r"^\.(\w*_history|\w*hst|wget-hsts|viminfo|rnd|sudo_as_admin_successful|Xauthority|xsession-errors(\.old)?"
+    r"^\.(\w*_history|history_\w+|\w*hst|wget-hsts|viminfo|rnd|sudo_as_admin_successful|Xauthority|xsession-errors(\.old)?"
     r"|selected_editor|zcompdump\S*)$"
 )
-"""Base names of per-user tool state (shell and REPL histories, less/vim/wget state, the
+"""Base names of per-user tool state (shell, REPL and vtysh histories, less/vim/wget state, the
 OpenSSL seed file, sudo's first-use marker): written by using a tool, not a deliverable."""
 _COVERING_PROBES: tuple[tuple[str, str], ...] = (
     ("secrets", "files"),

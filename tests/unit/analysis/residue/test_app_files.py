@@ -327,6 +327,7 @@ def test_tool_state_is_noise_and_leftovers_are_temp_files(debian: dict[str, Any]
     add(after, "/root/.bash_history")
     add(after, "/root/.lesshst")
     add(after, "/root/.viminfo")
+    add(after, "/root/.history_frr")  # vtysh's history (the harness's probes run vtysh as root)
     add(after, "/root/htop_3.2.deb")
     add(after, "/srv/app/.config.yml.swp")
     cmds = [agent(2, "apt-get download htop; less /etc/os-release; vim /srv/app/config.yml")]
@@ -334,7 +335,7 @@ def test_tool_state_is_noise_and_leftovers_are_temp_files(debian: dict[str, Any]
     cats = {f.evidence["subject"]: f.category for f in res.findings}
     assert cats == {"path:/root/htop_3.2.deb": "temp_files", "path:/srv/app/.config.yml.swp": "temp_files"}
     why = reasons(res)
-    assert {why[p] for p in ("/root/.bash_history", "/root/.lesshst", "/root/.viminfo")} == {
+    assert {why[p] for p in ("/root/.bash_history", "/root/.lesshst", "/root/.viminfo", "/root/.history_frr")} == {
         "noise (per-user tool state)"
     }
 
