@@ -48,13 +48,16 @@ log = logging.getLogger(__name__)
 def missing_lines(saved: str, running: str) -> list[str]:
     """Saved configuration paths that the running configuration lacks, in saved order."""
     have = set(config_lines(running.splitlines()))
-    return [line for line in config_lines(saved.splitlines()) if line not in have]
+    # comments (`# ...`: Debian's stock frr.conf has a paragraph of them) are never running
+    saved_lines = [raw for raw in saved.splitlines() if not raw.lstrip().startswith("#")]
+    return [line for line in config_lines(saved_lines) if line not in have]
 
 
 async def _missing(device: DeviceOps, run: Run, name: str) -> list[str] | str:
     """The saved lines not running, or why the configuration could not be read."""
     assert device.config_file is not None and device.running_config is not None
-    saved = await run(f"cat {shlex.quote(device.config_file)}")
+    path = shlex.quote(device.config_file)
+    saved = await run(f"if [ -e {path} ]; then cat {path}; fi")  # no saved file: nothing to be in force
     running = await run(device.running_config)
     for what, result in (("saved", saved), ("running", running)):
         if result.exit_code != 0:

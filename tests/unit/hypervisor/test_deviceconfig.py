@@ -41,7 +41,7 @@ class FakeRouter:
     async def run(self, command: str) -> ExecResult:
         self.commands.append(command)
         out, code = "", 0
-        if command.startswith("cat "):
+        if command.startswith("if [ -e /etc/frr/frr.conf ]"):
             out = SAVED
         elif command == DEVICE.running_config:
             out, code = self.running, self.running_exit
@@ -60,6 +60,9 @@ def _fast(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_missing_lines_are_saved_paths_the_running_configuration_lacks() -> None:
     assert missing_lines(SAVED, LOST_ADDRESS) == ["interface eth1 > ip address 10.0.12.1/30"]
     assert missing_lines(SAVED, SAVED) == []
+    # Debian's stock frr.conf (a console-managed router keeps it) starts with comments
+    stock = "# default to using syslog.\n#\n# Note: vtysh edits the live configuration\nlog syslog informational\n"
+    assert missing_lines(stock, "frr version 8.4.4\nlog syslog informational\nend\n") == []
     # a running line the file lacks is unsaved configuration, not a boot that lost something
     assert missing_lines(SAVED, SAVED.replace("hostname r1", "hostname r1\nip forwarding")) == []
 
