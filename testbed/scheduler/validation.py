@@ -6,7 +6,9 @@ Pieces (the command itself is `testbed.cli.validate_tasks`):
   image (`images: all`), the canonical scenario (seed 0), held-out tasks included, one
   attempt, harness errors retried once;
 - `collect(session, oracle_job, noop_job, commit, day)`: one `Row` per (task, release) from
-  the two jobs' final runs (`testbed.db.read.jobs.final_runs`);
+  the two jobs' final runs (`testbed.db.read.jobs.final_runs`), the oracle's runs of the
+  first and the do-nothing agent's of the second (one job running both agents may be
+  given twice);
 - `merge_report(existing, rows)`: tasks/VALIDATION.md with these rows replacing earlier
   rows of the same (task, release) and every other row kept, so a run over a subset
   updates only its own cells.
@@ -118,8 +120,8 @@ def _row(task: str, release: str, oracle: FinalRun | None, noop: FinalRun | None
 
 def collect(session: Session, oracle_job: str, noop_job: str, commit: str, day: str) -> list[Row]:
     """One row per (task, release) run by either job (see the module docstring)."""
-    oracle = {(r.task_id, r.variant or ""): r for r in final_runs(session, oracle_job)}
-    noop = {(r.task_id, r.variant or ""): r for r in final_runs(session, noop_job)}
+    oracle = {(r.task_id, r.variant or ""): r for r in final_runs(session, oracle_job) if r.agent == "oracle"}
+    noop = {(r.task_id, r.variant or ""): r for r in final_runs(session, noop_job) if r.agent == "noop"}
     keys = sorted(set(oracle) | set(noop))
     return [_row(task, release, oracle.get((task, release)), noop.get((task, release)), commit, day)
             for task, release in keys]  # fmt: skip

@@ -162,6 +162,7 @@ class FinalRun:
     id: str
     task_id: str
     variant: str | None
+    agent: str
     attempt: int
     outcome: str | None
     residue: str | None
@@ -181,7 +182,7 @@ def final_runs(session: Session, job_id: str) -> list[FinalRun]:
     """The job's final runs (one per cell: no retry replaced it) by task, variant and
     attempt, each with the summaries of its residue findings."""
     replaced = select(Run.retry_of).where(Run.job_id == job_id, Run.retry_of.is_not(None))
-    order = (Run.task_id, Run.variant, Run.attempt)
+    order = (Run.task_id, Run.variant, Run.agent, Run.attempt)
     runs = list(session.scalars(select(Run).where(Run.job_id == job_id, Run.id.not_in(replaced)).order_by(*order)))
     summaries: dict[str, list[str]] = {r.id: [] for r in runs}
     if runs:
@@ -191,7 +192,7 @@ def final_runs(session: Session, job_id: str) -> list[FinalRun]:
         for run_id, node, category, summary in session.execute(stmt):
             summaries[run_id].append(f"{node}: {category}: {summary}" if node else f"{category}: {summary}")
     return [
-        FinalRun(r.id, r.task_id, r.variant, r.attempt, r.outcome, r.residue, summaries[r.id], r.error, r.started_at,
-                 r.finished_at)
+        FinalRun(r.id, r.task_id, r.variant, r.agent, r.attempt, r.outcome, r.residue, summaries[r.id], r.error,
+                 r.started_at, r.finished_at)
         for r in runs
     ]  # fmt: skip

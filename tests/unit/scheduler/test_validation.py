@@ -97,6 +97,21 @@ def test_a_retried_cell_reports_its_last_run(tmp_path: Path) -> None:
     assert row.oracle == "passed" and row.verdict == "ok"
 
 
+def test_one_job_running_both_agents_gives_both_columns(tmp_path: Path) -> None:
+    db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
+    job, ids = create_job_with_runs(db, "both", {}, "oracle", [NewRun("alpha", "debian-12", 1)])
+    with db() as session, session.begin():
+        session.add(Run(id="n" * 32, job_id=job, task_id="alpha", variant="debian-12", image="debian-12",
+                        agent="noop", attempt=1, state="pending"))  # fmt: skip
+    finish(db, ids[0], "passed", residue="no")
+    finish(db, "n" * 32, "failed", residue="no")
+    from testbed.scheduler.validation import collect
+
+    with db() as session:
+        [row] = collect(session, job, job, "c", "2025-01-01")
+    assert (row.oracle, row.noop, row.verdict) == ("passed", "failed", "ok")
+
+
 def test_merge_keeps_other_rows_and_replaces_revalidated_ones() -> None:
     def row(task: str, release: str, verdict: str, notes: str = "") -> Row:
         return Row(task, release, "passed", "1m 00s", "no", "failed", "30s", verdict, "old", "2025-01-01", notes)
