@@ -50,6 +50,7 @@ task.toml:
     ports = [80]
     router = ["router ospf*"]         # router configuration (testbed.analysis.residue.router)
     firewall = ["nft table * > chain forward"]   # firewall rule groups (`iptables nat *` too)
+    addresses = ["eth1:192.168.60.100/*"]   # interface addresses (`IFNAME:ADDRESS/PREFIX`): a VIP
 
     [oracle]                          # the reference solution
     node = "node"
@@ -209,6 +210,7 @@ class Expected(_Strict):
     ports: list[Port] = []  # "{{ port }}" renders to the drawn integer
     router: list[str] = []  # globs over running-configuration paths (`block > line`)
     firewall: list[str] = []  # globs over firewall rule groups (`nft table inet filter > chain forward`)
+    addresses: list[str] = []  # globs over interface addresses (`eth1:192.168.60.100/24`, `*:10.0.0.5/*`)
 
 
 class Oracle(_Strict):

@@ -37,6 +37,7 @@ class _Expect:
         self.ports = {str(p) for p in exp.ports}
         self.router = list(exp.router)
         self.firewall = list(exp.firewall)
+        self.addresses = list(exp.addresses)
         self.ancestors: set[str] = set()
         for g in self.globs:
             parts = g.strip("/").split("/")
@@ -77,6 +78,11 @@ class _Expect:
         """A firewall rule group (`nft table FAMILY NAME > chain CHAIN`, `iptables TABLE
         CHAIN`) the task asks for: a glob of `firewall` matches it."""
         return any(fnmatch.fnmatchcase(group, g) for g in self.firewall)
+
+    def address(self, key: str) -> bool:
+        """An interface address (`IFNAME:ADDRESS/PREFIX`, the network probe's key) the task
+        asks for: a glob of `addresses` matches it (a floating VIP, an address the agent must add)."""
+        return any(fnmatch.fnmatchcase(key, g) for g in self.addresses)
 
     def covers_sysctl_file(self) -> bool:
         """An expected glob covers /etc/sysctl.conf or a sysctl.d directory."""

@@ -127,6 +127,9 @@ def _h_network(ctx: _Ctx, d: ProbeDiff) -> None:
         ):
             ctx.exclude("network", c.key, "noise (link-local/RA route)")
             continue
+        if c.collection == "addresses" and ctx.expect.address(c.key):
+            ctx.exclude("network", c.key, "expected address")
+            continue
         what = {"addresses": "address", "routes": "route", "routes6": "IPv6 route"}.get(c.collection, c.collection)
         verb = {"added": "added", "removed": "removed"}.get(c.change, "changed")
         ctx.add(

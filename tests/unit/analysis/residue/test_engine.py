@@ -737,7 +737,7 @@ def test_expected_firewall_groups_and_conntrack_sysctls_are_not_residue(debian: 
         [
             "nft table inet filter > chain forward: type filter hook forward priority filter; policy drop;",
             "nft table inet filter > chain forward: ct state established,related accept",
-            "nft table inet filter > chain forward: iifname \"eth1\" tcp dport 80 accept",
+            'nft table inet filter > chain forward: iifname "eth1" tcp dport 80 accept',
         ]
     )
     after["sysctl"]["values"]["net.netfilter.nf_conntrack_max"] = "4096"
@@ -752,3 +752,19 @@ def test_expected_firewall_groups_and_conntrack_sysctls_are_not_residue(debian: 
     named = [*cmds, agent(3, "sysctl -w net.netfilter.nf_conntrack_max=4096")]
     res = find_residue({"web": {"after_setup": base, "after_agent": after}}, named, expected)
     assert [f.summary for f in res.findings] == ["sysctl net.netfilter.nf_conntrack_max changed None → 4096"]
+
+
+def test_expected_addresses_are_not_residue(debian: dict[str, Any]) -> None:
+    """A floating VIP the task asks for (`[expected] addresses`, globs over the network
+    probe's `IFNAME:ADDRESS/PREFIX` keys) is not residue; any other address still is."""
+    base = copy.deepcopy(debian)
+    after = copy.deepcopy(debian)
+    for ifname, address in (("eth1", "192.168.60.150"), ("eth1", "192.168.60.7")):
+        key = f"{ifname}:{address}/24"
+        entry = {"ifname": ifname, "family": "inet", "address": address, "prefixlen": 24, "scope": "global"}
+        after["network"]["addresses"].append({**entry, "key": key})
+    cmds = [agent(2, "systemctl restart keepalived")]
+    expected = Expected(addresses=["eth1:192.168.60.150/*"])
+    res = find_residue({"lb1": {"after_setup": base, "after_agent": after}}, cmds, expected)
+    assert [f.summary for f in res.findings] == ["address added: eth1:192.168.60.7/24"]
+    assert {e["key"]: e["reason"] for e in res.excluded}["eth1:192.168.60.150/24"] == "expected address"
