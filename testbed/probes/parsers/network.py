@@ -101,7 +101,8 @@ _IP_ADDR_RE = re.compile(r"^\d+:\s+(\S+?)(?:@\S+)?\s+(inet6?)\s+(\S+)(.*)$")
 
 def parse_network(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dict[str, Any]:
     """``{"addresses": [{ifname, family, address, prefixlen, scope, key}], "routes": [str],
-    "routes6": [str]}``; address lifetimes and route expiry times are dropped."""
+    "routes6": [str]}``; address lifetimes and route expiry times are dropped, and a
+    multipath route is one string with its `nexthop` lines."""
     addrs = []
     for line in sec.lines("addr"):
         m = _IP_ADDR_RE.match(line.split("\\")[0].rstrip())
@@ -122,8 +123,17 @@ def parse_network(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dict[
         )
 
     def routes(part: str) -> list[str]:
-        cleaned = (re.sub(r"\s*\bexpires \S+", "", ln) for ln in sec.lines(part))
-        return [" ".join(ln.split()) for ln in cleaned if ln.strip()]
+        out: list[str] = []
+        for raw in sec.lines(part):
+            line = " ".join(re.sub(r"\s*\bexpires \S+", "", raw).split())
+            if not line:
+                continue
+            if raw[:1].isspace() and out:
+                # a multipath route's `nexthop via ...` lines belong to the route above them
+                out[-1] = f"{out[-1]} {line}"
+            else:
+                out.append(line)
+        return out
 
     return {"addresses": addrs, "routes": routes("route"), "routes6": routes("route6")}
 

@@ -146,3 +146,20 @@ def test_iptables_normaliser_with_counters() -> None:
             "COMMIT",
         ]
     ) == ["filter :INPUT ACCEPT", "filter -A INPUT -j DROP"]
+
+
+def test_a_multipath_route_is_one_route_with_its_nexthops() -> None:
+    lines = "\n".join(
+        [
+            "10.20.0.0/24 nhid 22 proto ospf metric 20 ",
+            "\tnexthop via 10.0.12.2 dev eth1 weight 1 ",
+            "\tnexthop via 10.0.21.2 dev eth2 weight 1 ",
+            "10.0.12.0/30 dev eth1 proto kernel scope link src 10.0.12.1",
+        ]
+    )
+    net = parse_snapshot(render_snapshot({"network": [("addr", 0, ""), ("route", 0, lines), ("route6", 0, "")]}))
+    assert net["network"]["routes"] == [
+        "10.20.0.0/24 nhid 22 proto ospf metric 20 nexthop via 10.0.12.2 dev eth1 weight 1"
+        " nexthop via 10.0.21.2 dev eth2 weight 1",
+        "10.0.12.0/30 dev eth1 proto kernel scope link src 10.0.12.1",
+    ]
