@@ -46,6 +46,7 @@ What is excluded (each exclusion is listed in `ResidueResult.excluded` with its 
 - system noise (rule: noise) — ``systemd-private-*`` and X11/ICE socket dirs in /tmp,
   FRR's daemon log buffers under /var/tmp/frr,
   timer/on-demand units (apt-daily, man-db, tmpfiles-clean, logrotate, hostnamed, …),
+  first-boot oneshot units (ldconfig, sysusers, update-done, …) inactive after the reboot,
   ``user@``/``session-`` units, cron and timer job helpers, udev workers, link-local IPv6
   addresses and routes, DHCP client sockets, per-interface sysctl keys that appear with a
   new interface, netfilter keys that appear when a firewall rule loads conntrack (unless an

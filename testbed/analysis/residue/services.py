@@ -29,12 +29,23 @@ _UNIT_NOISE = re.compile(
     r"systemd-random-seed|systemd-backlight@\S+)\.(service|scope|timer|socket)$"
 )
 
+_FIRST_BOOT_UNITS = frozenset({
+    "ldconfig.service", "systemd-journal-catalog-update.service", "systemd-sysusers.service",
+    "systemd-update-done.service", "systemd-hwdb-update.service", "systemd-machine-id-commit.service",
+    "first-boot-complete.target",
+})  # fmt: skip
+"""Oneshot units that run only on the first boot after /usr changed (`ConditionNeedsUpdate=`,
+`ConditionFirstBoot=`): active after the image's first boot, inactive after any reboot."""
+
 
 def _h_services(ctx: _Ctx, d: ProbeDiff) -> None:
     for c in d.items():
         unit = c.key if c.collection not in ("openrc_services", "openrc_runlevels") else unit_name(c.key)
         if _UNIT_NOISE.match(unit) or c.key.endswith(".scope"):
             ctx.exclude("services", c.key, "noise (timer/on-demand/session unit)")
+            continue
+        if ctx.point == REBOOT_POINT and unit in _FIRST_BOOT_UNITS:
+            ctx.exclude("services", c.key, "noise (first-boot unit that does not run again at a reboot)")
             continue
         if ctx.expect.unit(unit):
             ctx.exclude("services", c.key, "expected unit")

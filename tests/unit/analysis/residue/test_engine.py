@@ -768,3 +768,21 @@ def test_expected_addresses_are_not_residue(debian: dict[str, Any]) -> None:
     res = find_residue({"lb1": {"after_setup": base, "after_agent": after}}, cmds, expected)
     assert [f.summary for f in res.findings] == ["address added: eth1:192.168.60.7/24"]
     assert {e["key"]: e["reason"] for e in res.excluded}["eth1:192.168.60.150/24"] == "expected address"
+
+
+def test_first_boot_units_stopping_at_the_reboot_are_noise(debian: dict[str, Any]) -> None:
+    """debian-13 runs ldconfig, sysusers, catalog update and update-done once after its image's
+    first boot (`ConditionNeedsUpdate=`): after the harness's reboot they are inactive on every
+    node, agent or not. Any other unit that stops at the reboot is still reported."""
+    base = copy.deepcopy(debian)
+    for unit in ("ldconfig.service", "systemd-sysusers.service", "systemd-update-done.service", "rsyslog.service"):
+        base["services"]["units"][unit] = {"load": "loaded", "active": "active", "sub": "exited", "description": unit}
+    reboot = copy.deepcopy(base)
+    for unit in ("ldconfig.service", "systemd-sysusers.service", "systemd-update-done.service", "rsyslog.service"):
+        reboot["services"]["units"][unit].update(active="inactive", sub="dead")
+    reboot["boot"]["boot_id"] = "new-boot-id"
+    snaps = {"client": {"after_setup": base, "after_agent": copy.deepcopy(base), "after_reboot": reboot}}
+    res = find_residue(snaps, [harness(5, "systemctl reboot", phase="verify")])
+    assert [f.evidence["subject"] for f in res.findings] == ["unit:rsyslog.service"]
+    reasons = {e["key"]: e["reason"] for e in res.excluded if e["probe"] == "services"}
+    assert reasons["ldconfig.service"].startswith("noise (first-boot unit")
