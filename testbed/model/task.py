@@ -51,6 +51,7 @@ task.toml:
     router = ["router ospf*"]         # router configuration (testbed.analysis.residue.router)
     firewall = ["nft table * > chain forward"]   # firewall rule groups (`iptables nat *` too)
     addresses = ["eth1:192.168.60.100/*"]   # interface addresses (`IFNAME:ADDRESS/PREFIX`): a VIP
+    routes = ["172.16.2.0/24 dev wg0*"]     # kernel routes (IPv4 and IPv6) as `ip route` prints them
 
     [oracle]                          # the reference solution
     node = "node"
@@ -211,6 +212,7 @@ class Expected(_Strict):
     router: list[str] = []  # globs over running-configuration paths (`block > line`)
     firewall: list[str] = []  # globs over firewall rule groups (`nft table inet filter > chain forward`)
     addresses: list[str] = []  # globs over interface addresses (`eth1:192.168.60.100/24`, `*:10.0.0.5/*`)
+    routes: list[str] = []  # globs over kernel routes as `ip route` prints them (`172.16.2.0/24 dev wg0*`)
 
 
 class Oracle(_Strict):

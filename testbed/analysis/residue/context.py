@@ -38,6 +38,7 @@ class _Expect:
         self.router = list(exp.router)
         self.firewall = list(exp.firewall)
         self.addresses = list(exp.addresses)
+        self.routes = list(exp.routes)
         self.ancestors: set[str] = set()
         for g in self.globs:
             parts = g.strip("/").split("/")
@@ -83,6 +84,11 @@ class _Expect:
         """An interface address (`IFNAME:ADDRESS/PREFIX`, the network probe's key) the task
         asks for: a glob of `addresses` matches it (a floating VIP, an address the agent must add)."""
         return any(fnmatch.fnmatchcase(key, g) for g in self.addresses)
+
+    def route(self, route: str) -> bool:
+        """A kernel route (as `ip route` prints it, whitespace collapsed) the task asks for:
+        a glob of `routes` matches it."""
+        return any(fnmatch.fnmatchcase(route, g) for g in self.routes)
 
     def covers_sysctl_file(self) -> bool:
         """An expected glob covers /etc/sysctl.conf or a sysctl.d directory."""

@@ -130,6 +130,9 @@ def _h_network(ctx: _Ctx, d: ProbeDiff) -> None:
         if c.collection == "addresses" and ctx.expect.address(c.key):
             ctx.exclude("network", c.key, "expected address")
             continue
+        if c.collection in ("routes", "routes6") and ctx.expect.route(c.key):
+            ctx.exclude("network", c.key, "expected route")
+            continue
         what = {"addresses": "address", "routes": "route", "routes6": "IPv6 route"}.get(c.collection, c.collection)
         verb = {"added": "added", "removed": "removed"}.get(c.change, "changed")
         ctx.add(

@@ -763,11 +763,16 @@ def test_expected_addresses_are_not_residue(debian: dict[str, Any]) -> None:
         key = f"{ifname}:{address}/24"
         entry = {"ifname": ifname, "family": "inet", "address": address, "prefixlen": 24, "scope": "global"}
         after["network"]["addresses"].append({**entry, "key": key})
+    after["network"]["routes"] += ["172.16.2.0/24 dev wg0 scope link", "10.9.0.0/16 via 10.0.2.2 dev eth0"]
     cmds = [agent(2, "systemctl restart keepalived")]
-    expected = Expected(addresses=["eth1:192.168.60.150/*"])
+    expected = Expected(addresses=["eth1:192.168.60.150/*"], routes=["172.16.2.0/24 dev wg0*"])
     res = find_residue({"lb1": {"after_setup": base, "after_agent": after}}, cmds, expected)
-    assert [f.summary for f in res.findings] == ["address added: eth1:192.168.60.7/24"]
-    assert {e["key"]: e["reason"] for e in res.excluded}["eth1:192.168.60.150/24"] == "expected address"
+    assert sorted(f.summary for f in res.findings) == [
+        "address added: eth1:192.168.60.7/24", "route added: 10.9.0.0/16 via 10.0.2.2 dev eth0"
+    ]  # fmt: skip
+    excluded = {e["key"]: e["reason"] for e in res.excluded}
+    assert excluded["eth1:192.168.60.150/24"] == "expected address"
+    assert excluded["172.16.2.0/24 dev wg0 scope link"] == "expected route"
 
 
 def test_first_boot_units_stopping_at_the_reboot_are_noise(debian: dict[str, Any]) -> None:
