@@ -35,12 +35,21 @@ NEW_TASKS = {
     "service-sandboxing", "swap-file", "port-owner-diagnosis", "disk-filler-diagnosis",
     "healthy-web-control", "healthy-backup-control",
     "ssh-bastion", "config-sync-ssh", "nat-egress", "firewall-zones", "config-line-diagnosis",
+    "dhcp-lan", "dns-primary-secondary",
+    "nfs-root-squash", "wireguard-site-to-site",
+    "keepalived-vip", "central-syslog",
+    "ospf-area", "bgp-prefix-policy", "ospf-bfd-failover", "router-acl-filter",
 }  # fmt: skip
 SHELLS = [s for s in ("dash", "bash") if shutil.which(s)]
 
 
 def _load(directory: Path, image: str | None = None) -> Task:
     return load_task(directory, images=set(CATALOG), root=ROOT, image=image)
+
+
+def _router_os(task: Task) -> bool:
+    """A router-OS task: every variant is a network-OS image (`kind: network-os`)."""
+    return all(CATALOG[image].kind == "network-os" for image in task.definition.images)
 
 
 def _parses(shell: str, text: str) -> str | None:
@@ -62,6 +71,12 @@ def _texts(task: Task) -> dict[str, str]:
 def test_task_validates_on_every_declared_release(directory: Path) -> None:
     task = _load(directory)
     images = task.definition.images
+    if _router_os(task):
+        # router-OS work: the device image is the variant (a release of the router OS)
+        assert task.definition.oracle is not None and task.definition.oracle.resolved_steps()
+        for image in images:
+            assert {n.image for n in _load(directory, image).topology.nodes} == {image}
+        return
     assert len(images) >= 2, f"{task.id} declares fewer than two releases: {images}"
     assert set(images) <= MATRIX, f"{task.id}: {set(images) - MATRIX} is not in the release matrix"
     assert task.definition.oracle is not None and task.definition.oracle.resolved_steps()
@@ -132,10 +147,14 @@ def test_scripts_that_install_packages_have_egress(directory: Path) -> None:
 def test_the_library() -> None:
     tasks = {d.name: _load(d) for d in TASK_DIRS}
     assert set(tasks) >= NEW_TASKS, sorted(NEW_TASKS - set(tasks))
+    assert len(tasks) >= 36, f"the library has {len(tasks)} tasks"
     cells = sum(len(t.definition.images) for t in tasks.values())
     assert cells >= 70, f"the task x release matrix has {cells} cells"
     assert sum("debian-12-openrc" in t.definition.images for t in tasks.values()) >= 6
     assert sum(len(t.topology.nodes) >= 3 for t in tasks.values()) >= 3, "fewer than three tasks of three nodes"
+    routing = [t for t in tasks.values() if _router_os(t)]
+    assert len(routing) >= 4 and all(t.definition.category == "routing" for t in routing)
+    assert all(any(c.persist for c in t.definition.checks) for t in routing), "a router task without a persistence check"
 
     def unchanged(task: Task) -> bool:
         return any(isinstance(c.primitive, UnchangedCheck) for c in task.definition.checks)
