@@ -154,7 +154,8 @@ def test_the_library() -> None:
     assert sum(len(t.topology.nodes) >= 3 for t in tasks.values()) >= 3, "fewer than three tasks of three nodes"
     routing = [t for t in tasks.values() if _router_os(t)]
     assert len(routing) >= 4 and all(t.definition.category == "routing" for t in routing)
-    assert all(any(c.persist for c in t.definition.checks) for t in routing), "a router task without a persistence check"
+    unpersisted = [t.id for t in routing if not any(c.persist for c in t.definition.checks)]
+    assert not unpersisted, f"router tasks without a persistence check: {unpersisted}"
 
     def unchanged(task: Task) -> bool:
         return any(isinstance(c.primitive, UnchangedCheck) for c in task.definition.checks)
