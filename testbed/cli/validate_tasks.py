@@ -5,7 +5,8 @@ For each of the agents `oracle` and `noop` it writes a job file (every release e
 declares) and runs `testbed launch JOB --no-progress --db URL` — inside
 `scripts/netns-run` unless `--no-netns` (a lab host whose own libvirtd should be used) —
 then reads both jobs' final runs from the database and merges their rows into the report.
-`--from-jobs ORACLE_JOB NOOP_JOB` only writes the report from two finished jobs.
+`--from-jobs ORACLE_JOB NOOP_JOB [TASK...]` only writes the report from two finished jobs
+(the named tasks' rows only, when tasks are named).
 
 Exit statuses: 0 every validated cell is ok; 1 some cell is not; 2 bad input (a task that
 does not load, an unknown job); 3 a launch failed (no job id, or launch exited 2/3/130).
@@ -84,13 +85,14 @@ def launch(job_file: Path, db: str, root: Path, *, netns: bool, out: Console) ->
     return found.group(1)
 
 
-def write_report(db: str, jobs: tuple[str, str], report: Path, commit: str) -> bool:
-    """Merge the rows of the two jobs into `report`; True when every one of them is ok."""
+def write_report(db: str, jobs: tuple[str, str], report: Path, commit: str, only: set[str] | None = None) -> bool:
+    """Merge the rows of the two jobs (of the tasks in `only`, when given) into `report`;
+    True when every one of them is ok."""
     sessions = open_read_only(db)
     day = datetime.now(UTC).strftime("%Y-%m-%d")
     with sessions() as session:
         oracle, noop = (resolve_job_id(session, j, field="JOB") for j in jobs)
-        rows = collect(session, oracle, noop, commit, day)
+        rows = [r for r in collect(session, oracle, noop, commit, day) if only is None or r.task in only]
     existing = report.read_text(encoding="utf-8") if report.exists() else ""
     report.write_text(merge_report(existing, rows), encoding="utf-8")
     out = Console(highlight=False)
@@ -117,7 +119,8 @@ def validate(
     url = database_url(db)
     target = report or root / "tasks" / "VALIDATION.md"
     if from_jobs is not None:
-        raise typer.Exit(0 if write_report(url, from_jobs, target, commit_of(root)) else 1)
+        only = set(task_ids(list(tasks), root)) if tasks else None
+        raise typer.Exit(0 if write_report(url, from_jobs, target, commit_of(root), only) else 1)
     ids = task_ids(list(tasks or []), root)
     out = Console(highlight=False)
     out.print(f"validating {len(ids)} task(s): {', '.join(ids)}")

@@ -78,6 +78,10 @@ def test_report_rows_from_a_database(tmp_path: Path) -> None:
     assert broken.verdict == "PROBLEM" and broken.oracle == "error" and "apt failed" in broken.notes
     assert "noop passed" in broken.notes
     assert "1 of 3 cells ok (2 tasks)." in report.read_text()
+    # naming tasks writes only their rows (the others keep what they had)
+    only = tmp_path / "ONLY.md"
+    assert write_report(url, (oracle, noop), only, "abc1234", only={"alpha"}) is False
+    assert {r.task for r in parse_rows(only.read_text())} == {"alpha"}
 
 
 def test_a_retried_cell_reports_its_last_run(tmp_path: Path) -> None:
