@@ -77,7 +77,8 @@ async def _settled(device: DeviceOps, run: Run, name: str, within: float) -> lis
 
 
 async def ensure_saved_config(device: DeviceOps | None, run: Run, name: str, *, strict: bool) -> list[str]:
-    """Make sure the boot applied the whole saved configuration (see module docstring)."""
+    """Make sure the boot applied the whole saved configuration (see module docstring);
+    a re-apply is logged as a warning naming the lines it restored."""
     if device is None or not (device.config_file and device.running_config and device.apply_saved):
         return []
     missing = await _settled(device, run, name, LOAD_S)
@@ -97,4 +98,6 @@ async def ensure_saved_config(device: DeviceOps | None, run: Run, name: str, *, 
             f"{name}: the saved configuration is not in force after boot, even after `{device.apply_saved}` "
             f"({lost}); {detail}"
         )
+    when = "boot" if strict else "reboot"
+    log.warning("%s: the %s left saved configuration out (%s); applied it again", name, when, "; ".join(missing))
     return missing

@@ -11,7 +11,6 @@ where the console log is kept and its last lines.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 
@@ -25,8 +24,6 @@ from testbed.hypervisor.consoleboot import bootstrap_values, console_bootstrap
 from testbed.hypervisor.deviceconfig import Run, ensure_saved_config
 from testbed.hypervisor.labstate import NodeState
 from testbed.hypervisor.node import LabNode
-
-log = logging.getLogger(__name__)
 
 
 async def wait_ready(
@@ -46,7 +43,6 @@ async def wait_ready(
     missing = await ensure_saved_config(node.image.device, _runner(node), node.name, strict=True)
     if missing:
         progress(node.name, f"saved configuration re-applied ({len(missing)} line(s) the boot left out)")
-        log.warning("%s: the boot left saved configuration out (%s); applied it again", node.name, "; ".join(missing))
     return time.monotonic() - t0
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 
 from testbed.errors import HarnessError
@@ -24,7 +23,6 @@ from testbed.model.services import detached_reboot
 from testbed.runner.recording import CommandRecorder
 
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
-log = logging.getLogger(__name__)
 
 
 def console_tail(node: LabNode, chars: int = 1500) -> str:
@@ -74,6 +72,4 @@ async def _saved_config_in_force(node: LabNode, commands: CommandRecorder) -> No
     async def run(command: str) -> ExecResult:
         return (await commands.run(node, command, phase="probe", source="harness", timeout=120)).result
 
-    missing = await ensure_saved_config(node.image.device, run, node.name, strict=False)
-    if missing:
-        log.warning("%s: the reboot left saved configuration out (%s); applied it again", node.name, "; ".join(missing))
+    await ensure_saved_config(node.image.device, run, node.name, strict=False)
