@@ -176,7 +176,13 @@ async def _lab_exec(state: LabState, node: str, command: str, timeout: float, ag
     link = HostLink(target) if target is not None else None  # a remote lab host: through its SSH
     user, dialect = (ns.agent_user or ns.user, ns.agent_dialect or ns.dialect) if agent else (ns.user, ns.dialect)
     session = GuestSession(
-        ns.mgmt_ip, client_key=key, host_key=ns.host_key, username=user, dialect=dialect, tunnel=link
+        ns.mgmt_ip,
+        client_key=key,
+        host_key=ns.host_key,
+        username=user,
+        dialect=dialect,
+        tunnel=link,
+        bind_device=state.mgmt_bridge,
     )
     try:
         result = await session.exec(command, timeout=timeout)

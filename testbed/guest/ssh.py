@@ -15,6 +15,8 @@ Contracts:
   truncated output are all in the `ExecResult`.
 - With a `tunnel` (a guest on a remote lab host), the connection is opened through the lab
   host's SSH connection (`testbed.hypervisor.hostlink.HostLink`) instead of directly.
+- With a `bind_device` (a lab restored from a saved state, whose management subnet other
+  labs share), the TCP connection is bound to that bridge (`testbed.hypervisor.mgmtroute`).
 - A CLI dialect (a login whose shell is a network CLI, `testbed.guest.dialects`) sends the
   command as it is with an environment token; at the deadline `reaper(token)` (another
   login's channel on the same guest) ends it.
@@ -27,6 +29,7 @@ import contextlib
 import functools
 import secrets
 import shlex
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -82,8 +85,10 @@ class GuestSession:
         max_channels: int = 5,
         tunnel: TunnelSource | None = None,
         reaper: Reaper | None = None,
+        bind_device: str | None = None,
     ) -> None:
         self.host = host
+        self.bind_device = bind_device
         self.reaper = reaper
         self.tunnel = tunnel
         self.port = port
@@ -113,6 +118,8 @@ class GuestSession:
                 except HarnessError as exc:
                     raise GuestConnectionError(f"ssh {self.host}: {exc}") from exc
             try:
+                if self.bind_device is not None:
+                    via["sock"] = await asyncio.wait_for(self._bound_socket(), timeout)
                 self._conn = await asyncio.wait_for(
                     asyncssh.connect(
                         self.host,
@@ -132,6 +139,20 @@ class GuestSession:
                 raise GuestConnectionError(
                     f"ssh {self.username}@{self.host}:{self.port}: {exc or type(exc).__name__}"
                 ) from exc
+
+    async def _bound_socket(self) -> socket.socket:
+        """A TCP connection to the guest bound to `bind_device` (`SO_BINDTODEVICE`): the
+        route to the guest is the bridge's own (`testbed.hypervisor.mgmtroute`)."""
+        assert self.bind_device is not None
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, self.bind_device.encode())
+            sock.setblocking(False)
+            await asyncio.get_running_loop().sock_connect(sock, (self.host, self.port))
+        except BaseException:
+            sock.close()
+            raise
+        return sock
 
     async def close(self) -> None:
         self._lingering.clear()  # their channels go with the connection

@@ -12,8 +12,9 @@ it is created, so teardown and the reaper find it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from testbed.errors import HarnessError
@@ -59,15 +60,35 @@ def lab_network_specs(
     ]
 
 
+LOCK_POLL_S = 0.02
+
+
+@contextlib.asynccontextmanager
+async def network_lock(lock_path: Path) -> AsyncIterator[None]:
+    """Hold the host-wide network lock (`networks.lock` in the leases directory).
+
+    Waiting polls a non-blocking flock on the event loop instead of blocking a worker thread:
+    with many labs starting at once (a group of restored episodes), waiters blocked in the
+    default thread pool would leave the holder no thread for its own libvirt calls, and
+    every one of them would wait forever."""
+    with lock_path.open("a+") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await asyncio.sleep(LOCK_POLL_S)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 async def create_networks(
     hv: Hypervisor, specs: list[NetworkSpec], lock_path: Path, record: Callable[[str], None]
 ) -> None:
     """Record, then create, each network in turn under the host-wide lock at `lock_path`."""
     for spec in specs:
         record(spec.name)
-        with lock_path.open("a+") as lock:
-            await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
-            try:
-                await hv.create_network(render_network(spec))
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        async with network_lock(lock_path):
+            await hv.create_network(render_network(spec))

@@ -54,6 +54,9 @@ class LabState:
     nodes: dict[str, NodeState] = field(default_factory=dict)
     host_cache: str | None = None  # remote lab host: its image cache (lab files under /labs)
     links: list[list[str]] = field(default_factory=list)  # the link map: [network, node, ifname, address]
+    # set when the lab's management subnet is shared with other labs (saved states): the
+    # harness connects to its guests bound to this bridge (`testbed.hypervisor.mgmtroute`)
+    mgmt_bridge: str | None = None
 
     @property
     def path(self) -> Path:

@@ -171,6 +171,7 @@ def agent_session(
     host_key: str,
     harness: GuestSession,
     tunnel: TunnelSource | None = None,
+    bind_device: str | None = None,
 ) -> GuestSession | None:
     """The agent's own login on a node of `image` (None when it has none), its timed-out
     CLI commands ended through `harness`."""
@@ -189,4 +190,5 @@ def agent_session(
         dialect=login.dialect,
         tunnel=tunnel,
         reaper=reap,
+        bind_device=bind_device,
     )

@@ -7,7 +7,8 @@ and network is known to be gone — its lab directory and its lease. When any of
 not be removed (a lost libvirt connection is "unknown", never "gone"), the directory and
 the lease are kept, so a later `testbed reap` can finish the job instead of a new lab
 reusing a subnet or id whose guests may still run. Returns the error texts (empty when
-everything is gone); never raises for a removal failure.
+everything is gone); never raises for a removal failure. On a local host it also deletes
+the policy rules of management bridges that are gone (`testbed.hypervisor.mgmtroute`).
 
 Before that, `keep_consoles` hands every node's console log to the run's `KeepConsole`
 (best effort: a failure is logged), while the lab's files still exist.
@@ -24,9 +25,11 @@ from pathlib import Path
 
 from testbed.errors import HarnessError
 from testbed.hypervisor.connection import Hypervisor
+from testbed.hypervisor.hostguard import uri_is_local
 from testbed.hypervisor.labhost import LabFiles
 from testbed.hypervisor.labstate import LabState
 from testbed.hypervisor.leases import LeaseStore
+from testbed.hypervisor.mgmtroute import release_stale
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,8 @@ async def remove_lab(
     """See the module docstring. `keep_lease`: the lease belongs to someone else (a saved
     state's slot) and is not released."""
     errors = await teardown_objects(hv, list(remains.domains), list(remains.networks))
+    if remains.networks and uri_is_local(hv.uri):
+        await asyncio.to_thread(release_stale)  # policy rules of management bridges now gone
     if files is not None:
         errors += await files.remove(remains.lab_id)
     if errors:

@@ -1,9 +1,9 @@
-"""A lab restored from a slot (see `testbed.hypervisor.savedstate` for how and why)."""
+"""A lab restored from a slot (see `testbed.hypervisor.savedstate` for how and why, and
+`testbed.hypervisor.replica` for the identity each restored lab gets)."""
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
 import shutil
 import time
@@ -20,11 +20,16 @@ from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.guestagent import GuestAgentChannel
 from testbed.hypervisor.hostguard import ensure_host_guard
 from testbed.hypervisor.lab import LabNode
-from testbed.hypervisor.labstate import LabState
+from testbed.hypervisor.labnetworks import network_lock
+from testbed.hypervisor.labstate import LabState, NodeState
+from testbed.hypervisor.mgmtroute import host_address, isolate
 from testbed.hypervisor.node import agent_session
+from testbed.hypervisor.overlays import create_overlay
 from testbed.hypervisor.owner import Owner
 from testbed.hypervisor.removal import KeepConsole, LabRemains, keep_consoles, remove_lab
-from testbed.hypervisor.savedstate import new_session, reconnect, replace_metadata, restore_domains
+from testbed.hypervisor.replica import Replica
+from testbed.hypervisor.savedstate import new_session, reconnect
+from testbed.hypervisor.saveimage import restore_as
 from testbed.hypervisor.slots import SlotMeta, SlotNode, SlotStore
 from testbed.hypervisor.xml import LabMetadata
 from testbed.model.images import ImageDef
@@ -35,10 +40,16 @@ log = logging.getLogger(__name__)
 class RestoredLab:
     """A lab restored from a slot; the runner uses it like a `Lab` (`up`, `down`, `nodes`).
 
-    `up()` writes the lab record, recreates the networks, restores the domains and connects;
-    on failure everything it created is removed. `down()` destroys domains and networks and
-    removes the lab directory (the fresh overlays); the slot and its lease stay. The caller
-    holds the slot's lock from before `up()` until after `down()`.
+    Each one is a replica of the slot's lab (`testbed.hypervisor.replica`): its own lab id,
+    directory, names, UUIDs and bridges, the slot's guests unchanged. Any number restore from
+    one slot at once; callers hold the task's slot lock *shared* from before `up()` until
+    after `down()` (so nobody removes the slot meanwhile).
+
+    `up()` leases a lab id, writes the lab record, creates the networks (management route
+    isolated, `testbed.hypervisor.mgmtroute`), restores the domains from the slot's memory
+    images under their new identity (`testbed.hypervisor.saveimage`) and connects; on failure
+    everything it created is removed. `down()` destroys domains and networks, removes the lab
+    directory (the fresh overlays) and releases the lab id; the slot and its lease stay.
     """
 
     def __init__(
@@ -61,6 +72,7 @@ class RestoredLab:
         self.job_id = job_id
         self.nodes: dict[str, LabNode] = {}
         self.state: LabState | None = None
+        self.replica: Replica | None = None
         self.restore_seconds: float | None = None
         self.failed = False  # up() failed: the slot may be unusable
         self.timings: dict[str, float] = {}  # memory_s (overlays + restore), ssh_s (reconnect + clock)
@@ -91,15 +103,20 @@ class RestoredLab:
     async def _up(self) -> None:
         meta = self.meta
         await ensure_host_guard(self.hv.uri)
-        lab_dir = Path(meta.lab_dir)
-        if lab_dir.exists():
-            await self._reap_crashed_user(lab_dir)
-        lab_dir.mkdir(parents=True)
+        owner = Owner.current()
+        lease = await asyncio.to_thread(self.store.leases.acquire, owner, subnets=0, macs=0)
+        self.replica = replica = Replica.of(meta, lease.lab_id, self.run_id)
+        lab_dir = Path(replica.lab_dir)
+        try:
+            lab_dir.mkdir(parents=True)
+        except BaseException:
+            await asyncio.to_thread(self.store.leases.release, lease.lab_id)
+            raise
         self.state = state = LabState(
-            lab_id=meta.lab_id,
-            name=meta.lab_name,
+            lab_id=replica.lab_id,
+            name=f"{meta.topology}-{replica.lab_id}",
             directory=str(lab_dir),
-            owner=Owner.current(),
+            owner=owner,
             uri=self.hv.uri,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             topology=meta.topology,
@@ -110,73 +127,82 @@ class RestoredLab:
         slot = self.store.slot_dir(meta.task, meta.key)
         shutil.copy2(slot / "id_ed25519", state.client_key_path)
         client_key = asyncssh.import_private_key(state.client_key_path.read_bytes())
-        await self._create_networks(state)
+        await self._create_networks(state, replica)
         for node in meta.nodes.values():
-            state.domains.append(node.domain)
+            domain = replica.domain(node.domain)
+            state.domains.append(domain)
             state.files.append(str(lab_dir / f"{node.name}.qcow2"))
-            state.nodes[node.name] = node.node_state(str(lab_dir / f"{node.name}.console.log"))
+            state.nodes[node.name] = node.node_state(str(lab_dir / f"{node.name}.console.log"), domain=domain)
         state.save()
         t0 = time.monotonic()
-        await restore_domains(self.hv, self.store, meta, {n: self._metadata(n) for n in meta.nodes})
+        await self._restore_domains(replica, slot)
         self.timings["memory_s"] = time.monotonic() - t0
         for name, node in meta.nodes.items():
-            self.nodes[name] = self._lab_node(node, lab_dir, client_key)
+            self.nodes[name] = self._lab_node(state.nodes[name], node, lab_dir, client_key)
         t0 = time.monotonic()
         await reconnect(self.nodes)
         self.timings["ssh_s"] = time.monotonic() - t0
         state.status = "ready"
         state.save()
 
-    async def _create_networks(self, state: LabState) -> None:
-        """The slot's networks, each recorded in the state file before it is created, under
-        the host-wide network lock (bridge names and subnets are checked there)."""
+    async def _create_networks(self, state: LabState, replica: Replica) -> None:
+        """The slot's networks under the replica's names, each recorded in the state file
+        before it is created, under the host-wide network lock (bridge names and subnets are
+        checked there); a network with a host address gets its route isolated at once."""
         lock_path = self.store.settings.leases_dir / "networks.lock"
-        for name, xml in self.meta.networks.items():
-            state.networks.append(name)
+        for name, saved in self.meta.networks.items():
+            xml = replica.network_xml(saved, self._metadata(None))
+            state.networks.append(replica.rename(name))
             state.save()
-            with lock_path.open("a+") as lock:
-                await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
-                try:
-                    await self.hv.create_network(replace_metadata(xml, self._metadata(None)))
-                finally:
-                    fcntl.flock(lock, fcntl.LOCK_UN)
+            addr = host_address(xml)
+            if addr is not None:
+                state.mgmt_bridge = addr.bridge
+            async with network_lock(lock_path):
+                await self.hv.create_network(xml)
+                if addr is not None:
+                    await asyncio.to_thread(isolate, addr)
 
-    def _lab_node(self, node: SlotNode, lab_dir: Path, client_key: asyncssh.SSHKey) -> LabNode:
-        """The restored node's handle: its sessions (harness and agent) and channels."""
-        image, session = self.catalog[node.image], new_session(node, client_key)
+    async def _restore_domains(self, replica: Replica, slot: Path) -> None:
+        """Every node: a fresh overlay over its frozen post-setup disk, then its memory image
+        restored under the replica's XML (the image itself is only read)."""
+        import libvirt
+
+        lab_dir = Path(replica.lab_dir)
+
+        async def one(node: SlotNode) -> None:
+            await create_overlay(slot / f"{node.name}.disk.qcow2", lab_dir / f"{node.name}.qcow2")
+            xml = replica.domain_xml(node.xml, self._metadata(node.name), slot_dir=slot, seed_files=node.seed_files)
+            await self.hv.call(
+                restore_as,
+                self.hv.conn,
+                slot / f"{node.name}.mem",
+                xml,
+                lab_dir / f"{node.name}.restore.fifo",
+                libvirt.VIR_DOMAIN_SAVE_RUNNING,
+            )
+
+        await asyncio.gather(*(one(n) for n in self.meta.nodes.values()))
+
+    def _lab_node(self, state: NodeState, node: SlotNode, lab_dir: Path, client_key: asyncssh.SSHKey) -> LabNode:
+        """The restored node's handle: its sessions (harness and agent, bound to the
+        management bridge) and channels."""
+        assert self.state is not None
+        bridge = self.state.mgmt_bridge
+        image, session = self.catalog[node.image], new_session(node, client_key, bind_device=bridge)
         return LabNode(
             name=node.name,
             image=image,
-            domain=node.domain,
+            domain=state.domain,
             mgmt_ip=node.mgmt_ip,
             data_ips=node.data_ips,
             console_log=lab_dir / f"{node.name}.console.log",
             session=session,
             hypervisor=self.hv,
-            oob=GuestAgentChannel(self.hv, node.domain, dialect_for(node.dialect).shell),
+            oob=GuestAgentChannel(self.hv, state.domain, dialect_for(node.dialect).shell),
             agent_session=agent_session(
-                image, node.mgmt_ip, client_key=client_key, host_key=node.host_key, harness=session
+                image, node.mgmt_ip, client_key=client_key, host_key=node.host_key, harness=session, bind_device=bridge
             ),
         )
-
-    async def _reap_crashed_user(self, lab_dir: Path) -> None:
-        """The slot's lab directory is left by an earlier restore. If its owner is dead (the
-        episode's process crashed; we hold the slot's lock, so no live process uses it),
-        remove what it left — domains, networks, fresh overlays — and reuse the slot; the
-        slot itself and its lease stay. A live owner means a wiring error: refuse."""
-        meta = self.meta
-        try:
-            left = LabState.load(lab_dir / "state.json")
-        except (OSError, ValueError, KeyError, TypeError):
-            left = None
-        if left is not None and left.owner.is_alive():
-            raise HarnessError(f"lab directory {lab_dir} of saved state {meta.task}/{meta.key} is in use")
-        domains = tuple(left.domains) if left else tuple(n.domain for n in meta.nodes.values())
-        networks = tuple(left.networks) if left else tuple(meta.networks)
-        errors = await remove_lab(self.hv, None, LabRemains(meta.lab_id, str(lab_dir), domains, networks), None)
-        if errors:
-            raise HarnessError(f"saved state {meta.task}/{meta.key}: cannot clear a crashed user: " + "; ".join(errors))
-        log.info("saved state %s/%s: removed what a crashed episode left; reusing it", meta.task, meta.key)
 
     async def down(self) -> None:
         """Tear down (runs to completion even if the caller is cancelled)."""
@@ -190,6 +216,6 @@ class RestoredLab:
             return
         await keep_consoles(state, self.keep_console)
         remains = LabRemains(state.lab_id, state.directory, tuple(state.domains), tuple(state.networks))
-        errors = await remove_lab(self.hv, None, remains, None, keep_lease=True)  # the slot keeps the lease
+        errors = await remove_lab(self.hv, None, remains, self.store.leases)  # its own lab id; the slot keeps its lease
         if errors:
             raise HarnessError("teardown incomplete: " + "; ".join(errors) + " (run `testbed reap`)")

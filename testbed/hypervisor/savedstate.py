@@ -2,14 +2,17 @@
 
 A slot is one task's lab, provisioned and set up once, then saved: every guest's memory
 (`virDomainSave`), its domain XML, and the disk overlay it was using, which is frozen
-(read-only) and becomes the slot's *post-setup disk*. A restored lab is that state brought
-back: a fresh qcow2 overlay over the post-setup disk per node, the lab's networks recreated
-with the same names, bridges, subnets and MACs (the guests' memory holds their network
-configuration), and `virDomainRestoreFlags` with the saved XML pointing at the fresh
-overlay. After the episode the domains are destroyed and the overlays deleted; the slot
-stays. Two labs restored from one slot can therefore never run at the same time (same
-names, addresses and MACs): callers hold the task's slot lock (`SlotStore.lock`) for the
-whole life of a restored lab.
+(read-only) and becomes the slot's *post-setup disk*. The lab that built it goes on
+restored in place (`restore_domains`). Any other lab restored from it is a *replica*
+(`testbed.hypervisor.restoredlab`, `testbed.hypervisor.replica`): a fresh qcow2 overlay over
+the post-setup disk per node, the lab's networks recreated under new names and bridges with
+the same subnets and MACs (the guests' memory holds their network configuration), and the
+memory image restored under a new domain name and UUID (`testbed.hypervisor.saveimage`).
+After the episode the replica's domains are destroyed and its overlays deleted; the slot
+stays. Any number of replicas run at once: each management network has the same host
+address, with its route in a table of its own (`testbed.hypervisor.mgmtroute`; the
+building lab's route moves there too when it is saved). Callers hold the task's slot lock
+(`SlotStore.lock`) exclusively to build or remove a slot, shared while they restore from it.
 
 The slots themselves (layout, key, records, lock) are `testbed.hypervisor.slots`; the
 restored lab is `testbed.hypervisor.restoredlab`.
@@ -26,9 +29,9 @@ Leak-proofing:
 - Restored domains cannot be started with `VIR_DOMAIN_START_AUTODESTROY` (restore takes no
   such flag): after a crash they run until `testbed reap`.
 
-Names: a restored lab keeps the names of the lab its slot was built from (domains
-`tb-<building run>-<node>`, its networks and bridges, its lab id and directory): the
-episode's own run id is in every object's metadata, not in the names.
+Names: a replica's domains and networks are `tb-<episode run>-<name>`, its bridges
+`tb<its lab id>-<network>`, its directory `labs/<its lab id>`; the episode's run id is also
+in every object's metadata.
 
 Cost: `virDomainRestoreFlags` itself takes about a second, but libvirt looks up its QEMU
 capabilities first; on a host where libvirt cannot keep them cached (it re-probes QEMU on
@@ -197,10 +200,10 @@ def _restore_sync(hv: Hypervisor, mem: str, dxml: str) -> None:
 
 
 async def restore_domains(hv: Hypervisor, store: SlotStore, meta: SlotMeta, metadata: Mapping[str, str]) -> None:
-    """Restore every node of `meta` into `meta.lab_dir` (which must exist, as must the
-    networks): a fresh overlay `<node>.qcow2` over the post-setup disk, then the memory
-    state with the saved XML (`metadata[node]` replacing its `<metadata>`, the seed paths
-    pointing into the slot)."""
+    """Restore every node of `meta` in place, into `meta.lab_dir` (the lab that built the
+    slot; the directory and the networks exist): a fresh overlay `<node>.qcow2` over the
+    post-setup disk, then the memory state with the saved XML (`metadata[node]` replacing
+    its `<metadata>`, the seed paths pointing into the slot)."""
     slot = store.slot_dir(meta.task, meta.key)
     lab_dir = Path(meta.lab_dir)
 
@@ -227,7 +230,12 @@ async def reconnect(nodes: Mapping[str, LabNode], *, timeout: float = 120.0) -> 
     await asyncio.gather(*(one(n) for n in nodes.values()))
 
 
-def new_session(node: NodeState, client_key: asyncssh.SSHKey) -> GuestSession:
+def new_session(node: NodeState, client_key: asyncssh.SSHKey, *, bind_device: str | None = None) -> GuestSession:
     return GuestSession(
-        node.mgmt_ip, client_key=client_key, host_key=node.host_key, username=node.user, dialect=node.dialect
+        node.mgmt_ip,
+        client_key=client_key,
+        host_key=node.host_key,
+        username=node.user,
+        dialect=node.dialect,
+        bind_device=bind_device,
     )

@@ -44,6 +44,7 @@ from testbed.model.topology import Topology
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
+BROKEN_MARK = "broken"  # a file in a slot directory: the slot failed to restore (`mark_broken`)
 
 
 def state_key(
@@ -84,10 +85,10 @@ class SlotNode(NodeState):
     def of(cls, node: NodeState, xml: str, seed_files: list[str]) -> SlotNode:
         return cls(**asdict(node), xml=xml, seed_files=seed_files)
 
-    def node_state(self, console_log: str) -> NodeState:
-        """The lab record of this node in a restored lab."""
+    def node_state(self, console_log: str, *, domain: str) -> NodeState:
+        """The lab record of this node in a restored lab (its domain named `domain`)."""
         values = {f.name: getattr(self, f.name) for f in fields(NodeState)}
-        return NodeState(**{**values, "data_ips": dict(self.data_ips), "console_log": console_log})
+        return NodeState(**{**values, "data_ips": dict(self.data_ips), "console_log": console_log, "domain": domain})
 
 
 @dataclass
@@ -150,21 +151,33 @@ class SlotStore:
             return None
         if meta.version != FORMAT_VERSION or meta.key != key:
             return None
+        if (self.slot_dir(task, key) / BROKEN_MARK).exists():
+            return None
         return meta
 
     @contextlib.contextmanager
-    def lock(self, task: str, *, wait: bool) -> Iterator[bool]:
-        """Hold the task's slot lock (flock on `states/<task>.lock`); yields False (holding
-        nothing) when `wait` is False and another holder has it."""
+    def lock(self, task: str, *, wait: bool, shared: bool = False) -> Iterator[SlotLock]:
+        """Hold the task's slot lock (flock on `states/<task>.lock`): exclusive to build,
+        invalidate or remove the task's slots, `shared` to restore from one (any number of
+        restorers at once). Yields a `SlotLock` that is false (holding nothing) when `wait`
+        is False and the lock is held the other way."""
         self.root.mkdir(parents=True, exist_ok=True)
         with (self.root / f"{task}.lock").open("a+") as fh:
-            if not _flock(fh, wait):
-                yield False
+            held = SlotLock(fh, shared=shared)
+            if not _flock(fh, wait, shared):
+                yield SlotLock(None, shared=shared)
                 return
             try:
-                yield True
+                yield held
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def mark_broken(self, task: str, key: str) -> None:
+        """Mark a slot that failed to restore: `load` no longer returns it, and the next
+        build of the task (which holds the lock exclusively) removes it. Restorers holding
+        the lock shared cannot remove a slot others may be restoring from."""
+        with contextlib.suppress(OSError):
+            (self.slot_dir(task, key) / BROKEN_MARK).touch()
 
     def invalidate(self, task: str, keep: str | None) -> list[str]:
         """Remove every slot of `task` but `keep` (call with the task's lock held);
@@ -222,9 +235,28 @@ class SlotStore:
         return Owner.current().detach()
 
 
-def _flock(fh: IO[str], wait: bool) -> bool:
+class SlotLock:
+    """A task's slot lock as held by one user (false when not held)."""
+
+    def __init__(self, fh: IO[str] | None, *, shared: bool) -> None:
+        self._fh = fh
+        self.shared = shared
+
+    def __bool__(self) -> bool:
+        return self._fh is not None
+
+    def downgrade(self) -> None:
+        """Exclusive to shared (the slot is built: restorers may start while its builder
+        goes on)."""
+        if self._fh is not None and not self.shared:
+            fcntl.flock(self._fh, fcntl.LOCK_SH)
+            self.shared = True
+
+
+def _flock(fh: IO[str], wait: bool, shared: bool = False) -> bool:
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
-        fcntl.flock(fh, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fh, mode if wait else mode | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     return True

@@ -17,12 +17,14 @@ Two lifecycles, built from the same steps as a cold run (`testbed.runner.lifecyc
 
 The run row's `config.fast_reset` says which: `{"mode": "build"|"restore"|"cold",
 "state_key": ..., "built_by_run": ...}` (`SavedStateUse.config`). The caller holds the
-task's slot lock from before the run until it returns; `SavedStateUse.slot_broken` tells it
-that the slot could not be restored from and must be removed.
+task's slot lock from before the run until it returns (a build exclusively, downgraded to
+shared once the state is saved; a restore shared); `SavedStateUse.slot_broken` tells it
+that the slot could not be restored from and must not be used again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -32,9 +34,12 @@ import asyncssh
 
 from testbed.db.records import CommandRecord, StoredCommand
 from testbed.hypervisor.lab import Lab
+from testbed.hypervisor.labnetworks import network_lock
+from testbed.hypervisor.mgmtroute import host_address, isolate
+from testbed.hypervisor.node import agent_session
 from testbed.hypervisor.restoredlab import RestoredLab
 from testbed.hypervisor.savedstate import new_session, reconnect, restore_domains, save_lab
-from testbed.hypervisor.slots import SlotMeta, SlotStore
+from testbed.hypervisor.slots import SlotLock, SlotMeta, SlotStore
 from testbed.model.vocab import Phase, PhaseStatus, RunState, SnapshotPoint
 from testbed.runner.context import RunContext, RunLab
 from testbed.runner.lifecycle import Lifecycle, agent_steps, prepare_steps
@@ -53,6 +58,7 @@ class SavedStateUse:
     slot_broken: bool = False
     timings: dict[str, float] = field(default_factory=dict)
     lab: RunLab | None = None
+    lock: SlotLock | None = None  # the slot lock held for this run: a build downgrades it once saved
 
     @property
     def mode(self) -> str:
@@ -120,17 +126,29 @@ class SaveState:
             saved = time.monotonic() - t0
             t1 = time.monotonic()
             try:
+                bridge = await share_mgmt_subnet(lab, meta, use.store)
                 metadata = {n: lab.metadata_for(n) for n in meta.nodes}  # the same lab, restored in place
                 await restore_domains(lab.hv, use.store, meta, metadata)
                 memory = time.monotonic() - t1
                 client_key = asyncssh.import_private_key(lab.state.client_key_path.read_bytes())
                 for name, node in lab.nodes.items():
-                    node.session = new_session(meta.nodes[name], client_key)
+                    slot_node = meta.nodes[name]
+                    node.session = new_session(slot_node, client_key, bind_device=bridge)
+                    node.agent_session = agent_session(
+                        node.image,
+                        node.mgmt_ip,
+                        client_key=client_key,
+                        host_key=slot_node.host_key,
+                        harness=node.session,
+                        bind_device=bridge,
+                    )
                 await reconnect(lab.nodes)
             except BaseException:
                 use.slot_broken = True
                 raise
             restored = time.monotonic() - t1
+            if use.lock is not None:
+                use.lock.downgrade()  # saved and restored: other runs may restore from it now
             use.timings.update(save_s=saved, restore_s=restored, memory_s=memory, ssh_s=restored - memory)
             phase.close_as(
                 PhaseStatus.OK,
@@ -174,6 +192,23 @@ class CopyPrepared:
         for node, data in meta.snapshots.get(point.value, {}).items():
             await ctx.call(ctx.recorder.record_snapshot, node, point, data)
             ctx.journal.add_snapshot(node, point, data)
+
+
+async def share_mgmt_subnet(lab: Lab, meta: SlotMeta, store: SlotStore) -> str | None:
+    """Move the building lab's management route into its bridge's own table, so labs
+    restored from the slot can use the same subnet beside it (`testbed.hypervisor.mgmtroute`);
+    returns the bridge its sessions bind to (None without a management network)."""
+    assert lab.state is not None
+    for xml in meta.networks.values():
+        addr = host_address(xml)
+        if addr is None:
+            continue
+        async with network_lock(store.settings.leases_dir / "networks.lock"):
+            await asyncio.to_thread(isolate, addr)
+        lab.state.mgmt_bridge = addr.bridge
+        lab.state.save()
+        return addr.bridge
+    return None
 
 
 def command_data(stored: StoredCommand) -> dict[str, Any]:

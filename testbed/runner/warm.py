@@ -8,10 +8,15 @@ Contract of `WarmStarts.execute(request, db, listeners)`:
   egress proxy) and every image of the topology is in the cache. An ineligible run runs
   cold, and `runs.config.fast_reset` says so: `{"mode": "cold", "reason": …}`.
 - Eligible: the first run of a cell builds the cell's slot (lifecycle `build_state`: a
-  cold boot, saved after setup), later runs restore it (lifecycle `restore`). One slot
-  serves one run at a time (its lab's names, addresses and MACs are fixed): a run that
-  finds the cell's slot in use does not wait, it runs cold (reason "saved state busy").
-- A slot that fails to restore is removed; the next run of the cell rebuilds it.
+  cold boot, saved after setup), later runs restore it (lifecycle `restore`). Any number
+  of runs restore from one slot at once (each is a replica with its own names, bridges and
+  disks, `testbed.hypervisor.replica`): they hold the task's slot lock shared. The build
+  holds it exclusively until its state is saved, then shared: runs of the cell that start
+  meanwhile (a GRPO group, a job's attempts) wait for the build and restore from it, up to
+  `BUILD_WAIT_S`, then run cold (reason "saved state busy"). A build of a new key waits
+  likewise until the restorers of the task's old slot are done.
+- A slot that fails to restore is marked broken (`SlotStore.mark_broken`: never restored
+  again); the next run of the cell rebuilds it, which removes it.
 - The slot key hashes the task directory, the images and the topology
   (`testbed.hypervisor.savedstate.state_key`): any change makes a new slot. For a task
   with `[parameters]` it also names the scenario (seed and drawn values,
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -37,6 +43,10 @@ from testbed.runner.run import Runner
 from testbed.runtime import Runtime
 
 log = logging.getLogger(__name__)
+
+BUILD_WAIT_S = 1800.0
+"""How long a run waits for another run's build of its cell's saved state before it runs cold."""
+LOCK_POLL_S = 0.5
 
 
 def cell_key(rt: Runtime, task: Task, image: str) -> str | None:
@@ -58,9 +68,10 @@ def cell_key(rt: Runtime, task: Task, image: str) -> str | None:
 class WarmStarts:
     """See module docstring. One per runtime (host)."""
 
-    def __init__(self, rt: Runtime, *, enabled: bool = True) -> None:
+    def __init__(self, rt: Runtime, *, enabled: bool = True, wait_s: float = BUILD_WAIT_S) -> None:
         self.rt = rt
         self.enabled = enabled
+        self.wait_s = wait_s
         self.store = SlotStore(rt.settings)
 
     def ineligible(self, request: RunRequest) -> str | None:
@@ -81,17 +92,29 @@ class WarmStarts:
         if key is None:
             return await self._cold(request, db, listeners, why or "an image of the topology is not in the cache", None)
         task = request.task
-        with self.store.lock(task.id, wait=False) as held:
-            if not held:
-                return await self._cold(request, db, listeners, "saved state busy", key)
+        waited_since = time.monotonic()
+        while True:
             meta = await asyncio.to_thread(self.store.load, task.id, key)
-            use = SavedStateUse(self.store, key, meta)
-            try:
-                return await Runner(request, self.rt, db, listeners, saved=use).execute()
-            finally:
-                if use.slot_broken:
-                    log.warning("saved state %s/%s could not be restored: removing it", task.id, key)
-                    await asyncio.to_thread(self.store.invalidate, task.id, None)
+            with self.store.lock(task.id, wait=False, shared=meta is not None) as lock:
+                if lock:
+                    meta = await asyncio.to_thread(self.store.load, task.id, key)
+                    if (meta is None) == lock.shared:
+                        continue  # built or removed meanwhile: take the lock the other way
+                    return await self._run(request, db, listeners, SavedStateUse(self.store, key, meta, lock=lock))
+            # a build is in progress (or restorers of another state hold it): wait for it
+            if time.monotonic() - waited_since > self.wait_s:
+                return await self._cold(request, db, listeners, "saved state busy", key)
+            await asyncio.sleep(LOCK_POLL_S)
+
+    async def _run(
+        self, request: RunRequest, db: sessionmaker[Session], listeners: list[Listener] | None, use: SavedStateUse
+    ) -> RunResult:
+        try:
+            return await Runner(request, self.rt, db, listeners, saved=use).execute()
+        finally:
+            if use.slot_broken:
+                log.warning("saved state %s/%s could not be restored: marking it broken", request.task.id, use.key)
+                await asyncio.to_thread(self.store.mark_broken, request.task.id, use.key)
 
     async def _cold(
         self,

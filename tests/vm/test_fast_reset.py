@@ -1,17 +1,20 @@
 """Fast reset on a real guest (1 cold boot, then restores): episodes of the environment API
-start from the task's saved post-setup state.
+start from the task's saved post-setup state, several of them at once.
 
-Episode 1 builds the slot (cold boot + setup, saved, restored in place), episodes 2 and 3
-are restored from it. Each one changes the machine (a file, a stopped service); each
-starts from the same post-setup state: no other episode's change, the task's broken
-condition still there. The reset times are printed (not asserted). Nothing is left after
-the episodes are deleted but the slot and its lease, and nothing at all once the slot is
-removed.
+Episode 1 builds the slot (cold boot + setup, saved, restored in place) and stays open;
+episodes 2 and 3 are restored from it while it runs: three labs whose guests hold the same
+addresses and MACs side by side. Each one changes its machine (a file, a stopped service);
+each starts from the same post-setup state, sees no other episode's change, and receives
+no packet another one sends (a UDP broadcast on the management segment). libvirt shows
+three domains with distinct names, UUIDs and run ids. The reset times are printed (not
+asserted). Nothing is left after the episodes are deleted but the slot and its lease, and
+nothing at all once the slot is removed.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -60,14 +63,55 @@ def _reset(c: TestClient) -> tuple[str, str, float]:
     return r.json()["episode_id"], r.json()["run_id"], elapsed
 
 
-def test_two_episodes_restored_from_one_state(vm_home: Path, tmp_path: Path) -> None:
+LISTEN = (
+    "setsid nohup python3 -c \"import socket, time\n"
+    "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('', 9999)); s.settimeout(1)\n"
+    "end = time.time() + 60\n"
+    "while time.time() < end:\n"
+    "    try: data = s.recv(100)\n"
+    "    except OSError: continue\n"
+    "    open('/root/udp.log', 'a').write(data.decode() + chr(10))\n"
+    "\" >/dev/null 2>&1 < /dev/null &"
+)
+
+
+def _broadcast(tag: str) -> str:
+    """Three UDP broadcasts on the management segment (eth0) carrying `tag`."""
+    return (
+        'python3 -c "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); '
+        "s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1); "
+        "s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b'eth0'); "
+        f"[s.sendto(b'{tag}', ('255.255.255.255', 9999)) for _ in range(3)]\""
+    )
+
+
+def _domains(run_ids: list[str]) -> dict[str, tuple[str, str]]:
+    """run id -> (domain name, UUID) of the running domains whose metadata names it."""
+    import libvirt
+
+    conn = libvirt.open("qemu:///system")
+    try:
+        found = {}
+        for dom in conn.listAllDomains():
+            xml = dom.XMLDesc(0)
+            for run_id in run_ids:
+                if run_id in xml:
+                    found[run_id] = (dom.name(), dom.UUIDString())
+        return found
+    finally:
+        conn.close()
+
+
+def test_concurrent_episodes_restored_from_one_state(vm_home: Path, tmp_path: Path) -> None:
     db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
-    app = create_app(open_runner_manager(db, ROOT, max_episodes=1, step_timeout_s=120, fast_reset=True), "fr-token")
-    run_ids = []
+    app = create_app(open_runner_manager(db, ROOT, max_episodes=3, step_timeout_s=120, fast_reset=True), "fr-token")
+    episodes: list[str] = []
+    run_ids: list[str] = []
     times = []
     with TestClient(app) as c:
-        for n in (1, 2, 3):
+        for n in (1, 2, 3):  # all three stay open: 2 and 3 restore beside the lab that built the state
             eid, run_id, took = _reset(c)
+            episodes.append(eid)
             run_ids.append(run_id)
             times.append(took)
             before = _look(c, eid)
@@ -79,12 +123,28 @@ def test_two_episodes_restored_from_one_state(vm_home: Path, tmp_path: Path) -> 
             assert change["exit_code"] == 0, change
             after = _look(c, eid)
             assert after["files"].split() == [f"episode{n}"] and after["port80"] == "0", after
+        # no packet crosses: each listens, each broadcasts its tag, each hears only its own
+        for eid in episodes:
+            assert _step(c, eid, LISTEN)["exit_code"] == 0
+        time.sleep(2)
+        for n, eid in enumerate(episodes, 1):
+            sent = _step(c, eid, _broadcast(f"from-episode{n}"))
+            assert sent["exit_code"] == 0, sent
+        time.sleep(3)
+        for n, eid in enumerate(episodes, 1):
+            heard = set(_step(c, eid, "cat /root/udp.log")["stdout"].split())
+            assert heard == {f"from-episode{n}"}, (n, heard)
+        # three domains at once, each its own name and UUID, each naming its own run
+        domains = _domains(run_ids)
+        assert set(domains) == set(run_ids), domains
+        assert len({name for name, _ in domains.values()}) == 3 and len({u for _, u in domains.values()}) == 3
+        for eid in episodes:
             final = c.delete(f"/v1/episodes/{eid}", headers=AUTH)
             assert final.status_code == 200, final.text
             assert final.json()["outcome"] == "failed", final.json()  # nginx still down: the task is unsolved
     cold, restored = times[0], min(times[1:])
     print(
-        f"\nreset times: cold (build) {cold:.1f} s, restored {times[1]:.1f} s / {times[2]:.1f} s, "
+        f"\nreset times: cold (build) {cold:.1f} s, restored beside it {times[1]:.1f} s / {times[2]:.1f} s, "
         f"ratio {cold / restored:.1f}x"
     )
     with db() as s:
@@ -110,3 +170,5 @@ def test_two_episodes_restored_from_one_state(vm_home: Path, tmp_path: Path) -> 
     assert "removed" in run_cli("state", "rm").stdout
     assert not any((vm_home / "states").glob("*/*"))
     assert_clean(vm_home)
+    rules = json.loads(subprocess.run(["ip", "-j", "rule"], capture_output=True, text=True, check=True).stdout)
+    assert not [r for r in rules if str(r.get("table", "")).startswith("19")], rules  # mgmtroute's tables are gone

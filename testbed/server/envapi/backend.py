@@ -2,10 +2,11 @@
 `testbed.runner.warm.WarmStarts` (fast reset).
 
 Fast reset (`fast_reset=True`, the default of `testbed serve`): an episode starts from the
-task's saved post-setup state; the rules (which runs are eligible, one slot per task at a
-time, a busy slot means a cold start, a broken slot is rebuilt) are `WarmStarts`' and the
-same as for `testbed run` and `testbed launch`. Without fast reset every episode is an
-ordinary cold run.
+task's saved post-setup state; the rules (which runs are eligible, any number of concurrent
+episodes restored from one slot, episodes that start during its build wait for it, a broken
+slot is rebuilt) are `WarmStarts`' and the same as for `testbed run` and `testbed launch`.
+Capacity is `--max-episodes` and the host's memory, not the number of saved states.
+Without fast reset every episode is an ordinary cold run.
 """
 
 from __future__ import annotations

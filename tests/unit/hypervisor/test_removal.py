@@ -19,6 +19,8 @@ from testbed.hypervisor.removal import LabRemains, remove_lab
 class FlakyHypervisor:
     """Destroying domain `bad` fails the way a lost libvirt connection does."""
 
+    uri = "qemu+ssh://lab-host/system"  # remote: no policy rules to sweep on this host
+
     def __init__(self) -> None:
         self.destroyed: list[str] = []
 

@@ -227,40 +227,62 @@ def test_journal_rows_copy_into_another_run(tmp_path: Path) -> None:
         assert s.scalars(select(Snapshot).where(Snapshot.run_id == episode.run_id)).all() == []
 
 
-def test_a_slot_held_by_a_crashed_user_is_reaped_and_reused(tmp_path: Path) -> None:
-    """The lab directory a restored lab leaves when its process dies: a dead owner's leftovers
-    are removed (the slot and its lease stay, so the slot is reused, not rebuilt); a live
-    owner's are refused."""
+def test_a_crashed_replica_is_reaped_like_any_lab_and_the_slot_stays(tmp_path: Path) -> None:
+    """A restored lab is a replica with its own lab id (a lease without subnets): when its
+    process dies, `testbed reap` removes its directory and releases its lab id; the slot and
+    the slot's lease (the subnets every replica uses) stay."""
     import asyncio
     import subprocess
     import sys
 
-    from testbed.errors import HarnessError
     from testbed.hypervisor.connection import Hypervisor
     from testbed.hypervisor.labstate import LabState
-    from testbed.hypervisor.restoredlab import RestoredLab
+    from testbed.hypervisor.reaper import reap
 
-    store = SlotStore(_settings(tmp_path))
-    meta, lab_id = _fake_slot(store, TASK, "k1")
+    settings = _settings(tmp_path)
+    store = SlotStore(settings)
+    meta, slot_lab = _fake_slot(store, TASK, "k1")
     pid = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True).stdout)
+    dead = Owner(pid, 1, Owner.current().host)
+    replica = store.leases.acquire(dead, subnets=0, macs=0)
+    lab_dir = settings.labs_dir / replica.lab_id
+    lab_dir.mkdir(parents=True)
+    (lab_dir / "node.qcow2").write_bytes(b"overlay")
+    LabState(replica.lab_id, f"single-{replica.lab_id}", str(lab_dir), dead, "test:///default", "now", "single",
+             domains=["tb-y-node"], networks=["tb-y-mgmt"]).save()  # fmt: skip
 
-    def leave(owner: Owner) -> Path:
-        lab_dir = Path(meta.lab_dir)
-        lab_dir.mkdir(parents=True, exist_ok=True)
-        (lab_dir / "node.qcow2").write_bytes(b"overlay")
-        LabState(lab_id, "single-x", str(lab_dir), owner, "test:///default", "now", "single",
-                 domains=["tb-x-node"], networks=["tb-x-mgmt"]).save()  # fmt: skip
-        return lab_dir
-
-    async def reap(lab_dir: Path) -> None:
+    async def run() -> None:
         async with Hypervisor("test:///default") as hv:
-            await RestoredLab(meta, store, {}, hypervisor=hv)._reap_crashed_user(lab_dir)
+            await reap(hv, settings)
 
-    lab_dir = leave(Owner(pid, 1, Owner.current().host))  # its process is gone
-    asyncio.run(reap(lab_dir))
+    asyncio.run(run())
     assert not lab_dir.exists()
-    assert store.load(TASK, "k1") is not None and lab_id in store.leases.all()  # the slot stays
-    lab_dir = leave(Owner.current())  # a live user
-    with pytest.raises(HarnessError, match="in use"):
-        asyncio.run(reap(lab_dir))
-    assert lab_dir.exists()
+    leases = store.leases.all()
+    assert replica.lab_id not in leases and slot_lab in leases
+    assert store.load(TASK, "k1") == meta
+
+
+def test_shared_slot_lock_admits_restorers_and_a_build_downgrades(tmp_path: Path) -> None:
+    store = SlotStore(_settings(tmp_path))
+    with store.lock(TASK, wait=False, shared=True) as a, store.lock(TASK, wait=False, shared=True) as b:
+        assert a and b  # two restorers at once
+        with store.lock(TASK, wait=False) as builder:
+            assert not builder  # no build (or removal) while anyone restores
+    with store.lock(TASK, wait=False) as builder:
+        assert builder and not builder.shared
+        with store.lock(TASK, wait=False, shared=True) as early:
+            assert not early  # the state is being built
+        builder.downgrade()
+        assert builder.shared
+        with store.lock(TASK, wait=False, shared=True) as after:
+            assert after  # built: restorers start while the builder goes on
+        with store.lock(TASK, wait=False) as other:
+            assert not other
+
+
+def test_a_broken_slot_is_never_loaded_and_the_next_build_removes_it(tmp_path: Path) -> None:
+    store = SlotStore(_settings(tmp_path))
+    _fake_slot(store, TASK, "k1")
+    store.mark_broken(TASK, "k1")
+    assert store.load(TASK, "k1") is None
+    assert store.invalidate(TASK, keep="k2.tmp-1") == ["k1"]

@@ -1,0 +1,116 @@
+"""GRPO-sized groups: G episodes of one task made ready at once from one saved state.
+
+Run through the namespace wrapper:
+    scripts/netns-run .venv/bin/python benchmarks/group_reset.py [TASK]
+
+One task (default `web-port-conflict`, one debian-12 node), in one process, on a private
+TESTBED_HOME (its images/ is the real image cache) and a temporary SQLite database:
+
+1. cold: one episode without fast reset (provision, boot, snapshot, setup, snapshot);
+2. build: the first fast-reset episode (a cold start, saved and restored in place; not in
+   the ratios);
+3. single: one episode restored from the saved state, alone (the median of two);
+4. group of 4, then a group of 8: G episodes created at once (`EpisodeManager.create`
+   gathered), timed until the last of them is ready. Every episode then runs one command
+   and is deleted (not timed).
+
+"4 cold starts' time" is 4 x the measured cold episode: under TCG on this host's 2 cores,
+cold boots side by side share the CPUs and take about as long as one after another.
+The last line carries `group4_over_single=` (the group's time / one restore's; goal <= 3),
+`cold_over_group4=` (4 cold starts' time / the group's; goal >= 10) and the same for G = 8.
+The saved state is removed at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+async def ready_group(manager, task: str, size: int) -> float:  # type: ignore[no-untyped-def]
+    """Create `size` episodes at once; the seconds until the last is ready. Then each runs
+    `true` and is deleted; none may end in `error`."""
+    t0 = time.monotonic()
+    episodes = await asyncio.gather(*(manager.create(task) for _ in range(size)))
+    took = time.monotonic() - t0
+    for ep in episodes:
+        out = await manager.step(ep.id, {"node": ep.nodes[0], "command": "true"})
+        assert out.observation.get("exit_code") == 0, out
+    for ep in episodes:
+        await manager.delete(ep.id)
+        assert ep.result is not None and ep.result.outcome != "error", ep.result
+    return took
+
+
+def restore_breakdown(db) -> str:  # type: ignore[no-untyped-def]
+    """Median `memory_s` (overlays + restore), `ssh_s` (reconnect + clock) and `restore_s`
+    (the whole lab) of the restored runs, from their phase details."""
+    import re
+
+    from sqlalchemy import select
+
+    from testbed.db.models import Phase
+
+    with db() as s:
+        details = s.scalars(select(Phase.detail).where(Phase.name == "snapshot_before_setup")).all()
+    values: dict[str, list[float]] = {}
+    for detail in details:
+        for name, value in re.findall(r"(\w+_s) ([0-9.]+)", detail or ""):
+            values.setdefault(name, []).append(float(value))
+    return ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in sorted(values.items()))
+
+
+async def main(task: str) -> str:
+    from testbed.config import Settings
+    from testbed.db.engine import open_database
+    from testbed.hypervisor.slots import SlotStore
+    from testbed.runtime import runtime
+    from testbed.server.envapi.backend import RunnerBackend
+    from testbed.server.envapi.episodes import EpisodeManager
+
+    with tempfile.TemporaryDirectory(prefix="bench-group-") as tmp:
+        real_images = Settings.from_env().images_dir
+        home = Path(tmp) / "home"
+        home.mkdir()
+        (home / "images").symlink_to(real_images)
+        os.environ["TESTBED_HOME"] = str(home)
+        db = open_database(f"sqlite:///{tmp}/runs.db")
+        settings = Settings.from_env()
+        async with runtime(settings) as rt:
+            cold_mgr = EpisodeManager(RunnerBackend(rt, db, ROOT, fast_reset=False), max_episodes=1)
+            fast_mgr = EpisodeManager(RunnerBackend(rt, db, ROOT, fast_reset=True), max_episodes=8)
+            try:
+                cold = await ready_group(cold_mgr, task, 1)
+                print(f"cold episode ready in {cold:.1f} s", flush=True)
+                build = await ready_group(fast_mgr, task, 1)
+                print(f"build episode (cold + save + restore) ready in {build:.1f} s", flush=True)
+                singles = [await ready_group(fast_mgr, task, 1) for _ in range(2)]
+                single = statistics.median(singles)
+                print(f"single restores ready in {', '.join(f'{s:.1f}' for s in singles)} s", flush=True)
+                group4 = await ready_group(fast_mgr, task, 4)
+                print(f"group of 4 ready in {group4:.1f} s", flush=True)
+                group8 = await ready_group(fast_mgr, task, 8)
+                print(f"group of 8 ready in {group8:.1f} s", flush=True)
+                print(f"where a restore's time goes (medians): {restore_breakdown(db)}", flush=True)
+            finally:
+                await cold_mgr.shutdown()
+                await fast_mgr.shutdown()
+                SlotStore(settings).remove()
+    return (
+        f"group reset {task}: cold {cold:.1f} s, build {build:.1f} s, single restore {single:.2f} s, "
+        f"group4 {group4:.1f} s, group8 {group8:.1f} s; "
+        f"group4_over_single={group4 / single:.2f} cold_over_group4={4 * cold / group4:.1f} "
+        f"group8_over_single={group8 / single:.2f} cold_over_group8={8 * cold / group8:.1f}"
+    )
+
+
+if __name__ == "__main__":
+    print(asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "web-port-conflict")))
