@@ -35,12 +35,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-async def ready_group(manager, task: str, size: int) -> float:  # type: ignore[no-untyped-def]
+RUN_IDS: dict[str, list[str]] = {}  # label -> run ids of its episodes
+
+
+async def ready_group(manager, task: str, size: int, label: str = "") -> float:  # type: ignore[no-untyped-def]
     """Create `size` episodes at once; the seconds until the last is ready. Then each runs
     `true` and is deleted; none may end in `error`."""
     t0 = time.monotonic()
     episodes = await asyncio.gather(*(manager.create(task) for _ in range(size)))
     took = time.monotonic() - t0
+    RUN_IDS.setdefault(label, []).extend(ep.run_id for ep in episodes)
     for ep in episodes:
         out = await manager.step(ep.id, {"node": ep.nodes[0], "command": "true"})
         assert out.observation.get("exit_code") == 0, out
@@ -50,9 +54,9 @@ async def ready_group(manager, task: str, size: int) -> float:  # type: ignore[n
     return took
 
 
-def restore_breakdown(db) -> str:  # type: ignore[no-untyped-def]
-    """Median `memory_s` (overlays + restore), `ssh_s` (reconnect + clock) and `restore_s`
-    (the whole lab) of the restored runs, from their phase details."""
+def restore_breakdown(db, run_ids: list[str]) -> str:  # type: ignore[no-untyped-def]
+    """Median `networks_s`, `memory_s` (overlays + restore), `ssh_s` (reconnect + clock) and
+    `restore_s` (the whole lab) of the runs `run_ids`, from their phase details."""
     import re
 
     from sqlalchemy import select
@@ -60,12 +64,38 @@ def restore_breakdown(db) -> str:  # type: ignore[no-untyped-def]
     from testbed.db.models import Phase
 
     with db() as s:
-        details = s.scalars(select(Phase.detail).where(Phase.name == "snapshot_before_setup")).all()
+        details = s.scalars(
+            select(Phase.detail).where(Phase.name == "snapshot_before_setup", Phase.run_id.in_(run_ids))
+        ).all()
     values: dict[str, list[float]] = {}
     for detail in details:
         for name, value in re.findall(r"(\w+_s) ([0-9.]+)", detail or ""):
             values.setdefault(name, []).append(float(value))
     return ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in sorted(values.items()))
+
+
+def phase_times(db, run_ids: list[str]) -> str:  # type: ignore[no-untyped-def]
+    """Median seconds of each phase up to the agent's (from the run's start) of `run_ids`."""
+    from sqlalchemy import select
+
+    from testbed.db.models import Phase, Run
+
+    spans: dict[str, list[float]] = {}
+    with db() as s:
+        for run_id in run_ids:
+            run = s.get(Run, run_id)
+            phases = s.scalars(select(Phase).where(Phase.run_id == run_id).order_by(Phase.id)).all()
+            if run is None or run.started_at is None:
+                continue
+            last = run.started_at
+            for phase in phases:
+                spans.setdefault(f"{phase.name}_start", []).append((phase.started_at - last).total_seconds())
+                if phase.name == "agent":
+                    break
+                if phase.finished_at is not None:
+                    spans.setdefault(phase.name, []).append((phase.finished_at - phase.started_at).total_seconds())
+                    last = phase.finished_at
+    return ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in spans.items())
 
 
 async def main(task: str) -> str:
@@ -92,14 +122,16 @@ async def main(task: str) -> str:
                 print(f"cold episode ready in {cold:.1f} s", flush=True)
                 build = await ready_group(fast_mgr, task, 1)
                 print(f"build episode (cold + save + restore) ready in {build:.1f} s", flush=True)
-                singles = [await ready_group(fast_mgr, task, 1) for _ in range(2)]
+                singles = [await ready_group(fast_mgr, task, 1, "single") for _ in range(2)]
                 single = statistics.median(singles)
                 print(f"single restores ready in {', '.join(f'{s:.1f}' for s in singles)} s", flush=True)
-                group4 = await ready_group(fast_mgr, task, 4)
+                group4 = await ready_group(fast_mgr, task, 4, "group4")
                 print(f"group of 4 ready in {group4:.1f} s", flush=True)
-                group8 = await ready_group(fast_mgr, task, 8)
+                group8 = await ready_group(fast_mgr, task, 8, "group8")
                 print(f"group of 8 ready in {group8:.1f} s", flush=True)
-                print(f"where a restore's time goes (medians): {restore_breakdown(db)}", flush=True)
+                for label in ("single", "group4", "group8"):
+                    print(f"where a {label} restore's time goes (medians): {restore_breakdown(db, RUN_IDS[label])}")
+                print(f"a single restore's phases (medians, s): {phase_times(db, RUN_IDS['single'])}", flush=True)
             finally:
                 await cold_mgr.shutdown()
                 await fast_mgr.shutdown()

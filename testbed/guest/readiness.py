@@ -20,8 +20,16 @@ from testbed.guest.ssh import GuestConnectionError, GuestSession
 AliveFn = Callable[[], Awaitable[bool]]
 
 
-async def wait_for_ssh(session: GuestSession, *, timeout: float, alive: AliveFn, name: str) -> float:
-    """Connect `session`; returns the seconds waited."""
+async def wait_for_ssh(
+    session: GuestSession,
+    *,
+    timeout: float,
+    alive: AliveFn,
+    name: str,
+    probe: Callable[[], str] = lambda: "true",
+) -> float:
+    """Connect `session` and run `probe()` (a command made at each attempt, `true` by
+    default) until it exits 0; returns the seconds waited."""
     t0 = time.monotonic()
     last_error = "no attempt"
     while True:
@@ -29,10 +37,11 @@ async def wait_for_ssh(session: GuestSession, *, timeout: float, alive: AliveFn,
             raise GuestLost(f"{name}: guest stopped while waiting for SSH (last error: {last_error})")
         try:
             await session.connect(timeout=5)
-            result = await session.exec("true", timeout=30)
+            command = probe()
+            result = await session.exec(command, timeout=30)
             if result.exit_code == 0:
                 return time.monotonic() - t0
-            last_error = f"`true` exited {result.exit_code}"
+            last_error = f"`{command.split()[0]}` exited {result.exit_code}"
         except GuestConnectionError as exc:
             last_error = str(exc)
             await session.close()

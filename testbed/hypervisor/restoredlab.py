@@ -75,7 +75,8 @@ class RestoredLab:
         self.replica: Replica | None = None
         self.restore_seconds: float | None = None
         self.failed = False  # up() failed: the slot may be unusable
-        self.timings: dict[str, float] = {}  # memory_s (overlays + restore), ssh_s (reconnect + clock)
+        # networks_s (networks + routes), memory_s (overlays + restore), ssh_s (reconnect + clock)
+        self.timings: dict[str, float] = {}
 
     def _metadata(self, node: str | None) -> str:
         assert self.state is not None
@@ -127,7 +128,9 @@ class RestoredLab:
         slot = self.store.slot_dir(meta.task, meta.key)
         shutil.copy2(slot / "id_ed25519", state.client_key_path)
         client_key = asyncssh.import_private_key(state.client_key_path.read_bytes())
+        t0 = time.monotonic()
         await self._create_networks(state, replica)
+        self.timings["networks_s"] = time.monotonic() - t0
         for node in meta.nodes.values():
             domain = replica.domain(node.domain)
             state.domains.append(domain)
