@@ -53,24 +53,28 @@ def missing_lines(saved: str, running: str) -> list[str]:
     return [line for line in config_lines(saved_lines) if line not in have]
 
 
-async def _missing(device: DeviceOps, run: Run, name: str) -> list[str] | str:
-    """The saved lines not running, or why the configuration could not be read."""
-    assert device.config_file is not None and device.running_config is not None
-    path = shlex.quote(device.config_file)
-    saved = await run(f"if [ -e {path} ]; then cat {path}; fi")  # no saved file: nothing to be in force
-    running = await run(device.running_config)
-    for what, result in (("saved", saved), ("running", running)):
-        if result.exit_code != 0:
-            detail = (result.stderr or result.stdout).strip()[-300:]
-            return f"{name}: cannot read the {what} configuration (exit {result.exit_code}): {detail}"
-    return missing_lines(saved.stdout, running.stdout)
+async def _read(run: Run, command: str, what: str, name: str) -> str | HarnessError:
+    result = await run(command)
+    if result.exit_code != 0:
+        detail = (result.stderr or result.stdout).strip()[-300:]
+        return HarnessError(f"{name}: cannot read the {what} configuration (exit {result.exit_code}): {detail}")
+    return result.stdout
 
 
 async def _settled(device: DeviceOps, run: Run, name: str, within: float) -> list[str] | str:
-    """Poll until nothing is missing (the device may still be loading) or `within` passes."""
+    """Poll until no saved line is missing from the running configuration (the device may
+    still be loading it) or `within` passes; the missing lines, or why the configuration
+    could not be read. The saved file is read once: nothing writes it while the harness
+    waits for a boot."""
+    assert device.config_file is not None and device.running_config is not None
+    path = shlex.quote(device.config_file)
+    saved = await _read(run, f"if [ -e {path} ]; then cat {path}; fi", "saved", name)  # no file: nothing to enforce
+    if isinstance(saved, HarnessError):
+        return str(saved)
     deadline = time.monotonic() + within
     while True:
-        found = await _missing(device, run, name)
+        running = await _read(run, device.running_config, "running", name)
+        found = str(running) if isinstance(running, HarnessError) else missing_lines(saved, running)
         if found == [] or time.monotonic() >= deadline:
             return found
         await asyncio.sleep(POLL_S)

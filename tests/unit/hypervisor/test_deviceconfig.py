@@ -101,3 +101,15 @@ def test_images_without_the_device_fields_are_not_touched() -> None:
     partial = DeviceOps(config_file="/etc/frr/frr.conf", running_config="vtysh -c 'show running-config'")
     assert asyncio.run(ensure_saved_config(partial, router.run, "r1", strict=True)) == []
     assert router.commands == []
+
+
+def test_a_poll_reads_the_saved_file_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the device is still loading, each poll reads only the running configuration."""
+    monkeypatch.setattr(deviceconfig, "LOAD_S", 0.2)
+    monkeypatch.setattr(deviceconfig, "POLL_S", 0.02)
+    router = FakeRouter(LOST_ADDRESS, apply_fixes=False)
+    with pytest.raises(HarnessError):
+        asyncio.run(ensure_saved_config(DEVICE, router.run, "r1", strict=True))
+    reads = [c for c in router.commands if c.startswith("if [ -e")]
+    polls = [c for c in router.commands if c == DEVICE.running_config]
+    assert len(polls) > 3 and len(reads) == 2, router.commands  # once per settle: after boot, after the re-apply
