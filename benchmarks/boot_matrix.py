@@ -20,9 +20,7 @@ The last line: per image `boot_<image>_s` and `ratio_<image>` (testbed / bare), 
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -90,17 +88,12 @@ async def installs(rt) -> tuple[float, float]:  # type: ignore[no-untyped-def]
 
 
 async def main(images: list[str]) -> str:
-    from testbed.config import Settings
+    from benchmarks.benchhome import private_home
     from testbed.images.store import ImageStore
     from testbed.runtime import runtime
 
     figures: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="bench-boot-") as tmp:
-        real_images = Settings.from_env().images_dir
-        home = Path(tmp) / "home"
-        home.mkdir()
-        (home / "images").symlink_to(real_images)
-        os.environ["TESTBED_HOME"] = str(home)
+    with private_home("bench-boot-"):
         async with runtime() as rt:
             store = ImageStore(rt.settings.images_dir)
             for image in images:

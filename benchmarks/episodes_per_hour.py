@@ -21,10 +21,8 @@ ratios `fast_over_cold=` and `group4_over_cold=`. The saved state is removed at 
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -58,41 +56,24 @@ async def episode(manager, task: str) -> float:  # type: ignore[no-untyped-def]
 
 
 async def main(rounds: int, task: str) -> str:
-    from testbed.config import Settings
+    from benchmarks.benchhome import episode_managers, private_home
     from testbed.db.engine import open_database
-    from testbed.hypervisor.slots import SlotStore
-    from testbed.runtime import runtime
-    from testbed.server.envapi.backend import RunnerBackend
-    from testbed.server.envapi.episodes import EpisodeManager
 
-    with tempfile.TemporaryDirectory(prefix="bench-eph-") as tmp:
-        real_images = Settings.from_env().images_dir
-        home = Path(tmp) / "home"
-        home.mkdir()
-        (home / "images").symlink_to(real_images)
-        os.environ["TESTBED_HOME"] = str(home)
+    with private_home("bench-eph-") as tmp:
         db = open_database(f"sqlite:///{tmp}/runs.db")
-        settings = Settings.from_env()
-        async with runtime(settings) as rt:
-            cold_mgr = EpisodeManager(RunnerBackend(rt, db, ROOT, fast_reset=False), max_episodes=1)
-            fast_mgr = EpisodeManager(RunnerBackend(rt, db, ROOT, fast_reset=True), max_episodes=4)
-            try:
-                cold = [await episode(cold_mgr, task) for _ in range(rounds)]
-                print(f"cold episodes: {', '.join(f'{c:.1f}' for c in cold)} s", flush=True)
-                build = await episode(fast_mgr, task)
-                print(f"build episode: {build:.1f} s", flush=True)
-                fast = [await episode(fast_mgr, task) for _ in range(rounds * 2)]
-                print(f"restored episodes: {', '.join(f'{f:.1f}' for f in fast)} s", flush=True)
-                groups = []
-                for _ in range(rounds):
-                    t0 = time.monotonic()
-                    await asyncio.gather(*(episode(fast_mgr, task) for _ in range(4)))
-                    groups.append(time.monotonic() - t0)
-                print(f"groups of 4 restored episodes: {', '.join(f'{g:.1f}' for g in groups)} s", flush=True)
-            finally:
-                await cold_mgr.shutdown()
-                await fast_mgr.shutdown()
-                SlotStore(settings).remove()
+        async with episode_managers(ROOT, db, fast_max=4) as (cold_mgr, fast_mgr):
+            cold = [await episode(cold_mgr, task) for _ in range(rounds)]
+            print(f"cold episodes: {', '.join(f'{c:.1f}' for c in cold)} s", flush=True)
+            build = await episode(fast_mgr, task)
+            print(f"build episode: {build:.1f} s", flush=True)
+            fast = [await episode(fast_mgr, task) for _ in range(rounds * 2)]
+            print(f"restored episodes: {', '.join(f'{f:.1f}' for f in fast)} s", flush=True)
+            groups = []
+            for _ in range(rounds):
+                t0 = time.monotonic()
+                await asyncio.gather(*(episode(fast_mgr, task) for _ in range(4)))
+                groups.append(time.monotonic() - t0)
+            print(f"groups of 4 restored episodes: {', '.join(f'{g:.1f}' for g in groups)} s", flush=True)
     cold_rate = 3600 / statistics.mean(cold)
     fast_rate = 3600 / statistics.mean(fast)
     group_rate = 4 * 3600 / statistics.mean(groups)

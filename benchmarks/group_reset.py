@@ -24,10 +24,8 @@ The saved state is removed at the end.
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -99,43 +97,26 @@ def phase_times(db, run_ids: list[str]) -> str:  # type: ignore[no-untyped-def]
 
 
 async def main(task: str) -> str:
-    from testbed.config import Settings
+    from benchmarks.benchhome import episode_managers, private_home
     from testbed.db.engine import open_database
-    from testbed.hypervisor.slots import SlotStore
-    from testbed.runtime import runtime
-    from testbed.server.envapi.backend import RunnerBackend
-    from testbed.server.envapi.episodes import EpisodeManager
 
-    with tempfile.TemporaryDirectory(prefix="bench-group-") as tmp:
-        real_images = Settings.from_env().images_dir
-        home = Path(tmp) / "home"
-        home.mkdir()
-        (home / "images").symlink_to(real_images)
-        os.environ["TESTBED_HOME"] = str(home)
+    with private_home("bench-group-") as tmp:
         db = open_database(f"sqlite:///{tmp}/runs.db")
-        settings = Settings.from_env()
-        async with runtime(settings) as rt:
-            cold_mgr = EpisodeManager(RunnerBackend(rt, db, ROOT, fast_reset=False), max_episodes=1)
-            fast_mgr = EpisodeManager(RunnerBackend(rt, db, ROOT, fast_reset=True), max_episodes=8)
-            try:
-                cold = await ready_group(cold_mgr, task, 1)
-                print(f"cold episode ready in {cold:.1f} s", flush=True)
-                build = await ready_group(fast_mgr, task, 1)
-                print(f"build episode (cold + save + restore) ready in {build:.1f} s", flush=True)
-                singles = [await ready_group(fast_mgr, task, 1, "single") for _ in range(2)]
-                single = statistics.median(singles)
-                print(f"single restores ready in {', '.join(f'{s:.1f}' for s in singles)} s", flush=True)
-                group4 = await ready_group(fast_mgr, task, 4, "group4")
-                print(f"group of 4 ready in {group4:.1f} s", flush=True)
-                group8 = await ready_group(fast_mgr, task, 8, "group8")
-                print(f"group of 8 ready in {group8:.1f} s", flush=True)
-                for label in ("single", "group4", "group8"):
-                    print(f"where a {label} restore's time goes (medians): {restore_breakdown(db, RUN_IDS[label])}")
-                print(f"a single restore's phases (medians, s): {phase_times(db, RUN_IDS['single'])}", flush=True)
-            finally:
-                await cold_mgr.shutdown()
-                await fast_mgr.shutdown()
-                SlotStore(settings).remove()
+        async with episode_managers(ROOT, db, fast_max=8) as (cold_mgr, fast_mgr):
+            cold = await ready_group(cold_mgr, task, 1)
+            print(f"cold episode ready in {cold:.1f} s", flush=True)
+            build = await ready_group(fast_mgr, task, 1)
+            print(f"build episode (cold + save + restore) ready in {build:.1f} s", flush=True)
+            singles = [await ready_group(fast_mgr, task, 1, "single") for _ in range(2)]
+            single = statistics.median(singles)
+            print(f"single restores ready in {', '.join(f'{s:.1f}' for s in singles)} s", flush=True)
+            group4 = await ready_group(fast_mgr, task, 4, "group4")
+            print(f"group of 4 ready in {group4:.1f} s", flush=True)
+            group8 = await ready_group(fast_mgr, task, 8, "group8")
+            print(f"group of 8 ready in {group8:.1f} s", flush=True)
+            for label in ("single", "group4", "group8"):
+                print(f"where a {label} restore's time goes (medians): {restore_breakdown(db, RUN_IDS[label])}")
+            print(f"a single restore's phases (medians, s): {phase_times(db, RUN_IDS['single'])}", flush=True)
     return (
         f"group reset {task}: cold {cold:.1f} s, build {build:.1f} s, single restore {single:.2f} s, "
         f"group4 {group4:.1f} s, group8 {group8:.1f} s; "

@@ -19,10 +19,8 @@ The last line: cold seconds, the restores' median, and the ratio (goal: at least
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -42,37 +40,20 @@ async def episode(manager, task: str) -> float:  # type: ignore[no-untyped-def]
 
 
 async def main(rounds: int, task: str) -> str:
-    from testbed.config import Settings
+    from benchmarks.benchhome import episode_managers, private_home
     from testbed.db.engine import open_database
-    from testbed.hypervisor.slots import SlotStore
-    from testbed.runtime import runtime
-    from testbed.server.envapi.backend import RunnerBackend
-    from testbed.server.envapi.episodes import EpisodeManager
 
-    with tempfile.TemporaryDirectory(prefix="bench-reset-") as tmp:
-        real_images = Settings.from_env().images_dir
-        home = Path(tmp) / "home"
-        home.mkdir()
-        (home / "images").symlink_to(real_images)
-        os.environ["TESTBED_HOME"] = str(home)
+    with private_home("bench-reset-") as tmp:
         db = open_database(f"sqlite:///{tmp}/runs.db")
-        settings = Settings.from_env()
-        async with runtime(settings) as rt:
-            cold_mgr = EpisodeManager(RunnerBackend(rt, db, ROOT, fast_reset=False), max_episodes=1)
-            fast_mgr = EpisodeManager(RunnerBackend(rt, db, ROOT, fast_reset=True), max_episodes=1)
-            try:
-                cold = await episode(cold_mgr, task)
-                print(f"cold episode ready in {cold:.1f} s", flush=True)
-                build = await episode(fast_mgr, task)
-                print(f"build episode (cold + save + restore) ready in {build:.1f} s", flush=True)
-                restores = []
-                for i in range(rounds):
-                    restores.append(await episode(fast_mgr, task))
-                    print(f"restored episode {i + 1} ready in {restores[-1]:.1f} s", flush=True)
-            finally:
-                await cold_mgr.shutdown()
-                await fast_mgr.shutdown()
-                SlotStore(settings).remove()
+        async with episode_managers(ROOT, db, fast_max=1) as (cold_mgr, fast_mgr):
+            cold = await episode(cold_mgr, task)
+            print(f"cold episode ready in {cold:.1f} s", flush=True)
+            build = await episode(fast_mgr, task)
+            print(f"build episode (cold + save + restore) ready in {build:.1f} s", flush=True)
+            restores = []
+            for i in range(rounds):
+                restores.append(await episode(fast_mgr, task))
+                print(f"restored episode {i + 1} ready in {restores[-1]:.1f} s", flush=True)
     restore = statistics.median(restores)
     return (
         f"reset {task}: cold {cold:.1f} s, build {build:.1f} s, restore median {restore:.2f} s "

@@ -22,7 +22,6 @@ import asyncio
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -56,14 +55,9 @@ async def batch(attempts: int, task_id: str, agent: str, *, warm: bool) -> tuple
 
 
 async def main(attempts: int, task_id: str, agent: str) -> str:
-    from testbed.config import Settings
+    from benchmarks.benchhome import private_home
 
-    with tempfile.TemporaryDirectory(prefix="bench-warm-") as tmp:
-        real_images = Settings.from_env().images_dir
-        home = Path(tmp) / "home"
-        home.mkdir()
-        (home / "images").symlink_to(real_images)
-        os.environ["TESTBED_HOME"] = str(home)
+    with private_home("bench-warm-"):
         cold_total, cold_runs, cold_outcomes = await batch(attempts, task_id, agent, warm=False)
         warm_total, warm_runs, warm_outcomes = await batch(attempts, task_id, agent, warm=True)
     assert cold_outcomes == warm_outcomes, (cold_outcomes, warm_outcomes)
