@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.guest.ssh import GuestSession
+from testbed.guest.ssh import GuestConnectionError, GuestSession
 from tests.unit.guest.sshd import needs_sshd, running_sshd
 
 pytestmark = needs_sshd
@@ -131,3 +131,22 @@ def test_many_commands_and_more_at_once_than_sshd_sessions_never_exhaust_them(ss
         await session.close()
 
     asyncio.run(go())
+
+
+def test_a_session_bound_to_a_device_connects_through_it_only(sshd_server: tuple[int, object, str, Path]) -> None:
+    """`bind_device` (a restored lab's management bridge): the TCP connection is bound to
+    that device; bound to a device with no route to the guest, it fails as a connection
+    error (never through another interface)."""
+    port, client_key, host_key, _ = sshd_server
+
+    async def run(device: str) -> str:
+        session = GuestSession("127.0.0.1", port=port, client_key=client_key, host_key=host_key,  # type: ignore[arg-type]
+                               dialect="debian", bind_device=device)  # fmt: skip
+        try:
+            return (await session.exec("echo bound", timeout=30)).stdout.strip()
+        finally:
+            await session.close()
+
+    assert asyncio.run(run("lo")) == "bound"
+    with pytest.raises(GuestConnectionError):
+        asyncio.run(run("tbnosuchdev0"))
