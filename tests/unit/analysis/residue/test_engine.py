@@ -791,3 +791,23 @@ def test_first_boot_units_stopping_at_the_reboot_are_noise(debian: dict[str, Any
     assert [f.evidence["subject"] for f in res.findings] == ["unit:rsyslog.service"]
     reasons = {e["key"]: e["reason"] for e in res.excluded if e["probe"] == "services"}
     assert reasons["ldconfig.service"].startswith("noise (first-boot unit")
+
+
+def test_after_a_reboot_children_of_an_expected_port_server_are_not_residue(debian: dict[str, Any]) -> None:
+    """postgres-replication showed it: after the reboot the server listening on an expected
+    port came back with the same socket (the listening diff is empty) but new pids and new
+    children (a walsender). The children still serve the expected port."""
+    base = copy.deepcopy(debian)
+    after = copy.deepcopy(debian)
+    add_socket(after, "tcp", "0.0.0.0", 5432, "postgres", 2685)
+    add_process(after, 2685, "/usr/lib/postgresql/15/bin/postgres -D /var/lib/postgresql/15/main", user="postgres")
+    add_process(after, 2712, "postgres: 15/main: walsender replicator 10.0.0.11(53708) streaming 0/3", user="postgres",
+                ppid=2685)  # fmt: skip
+    reboot = copy.deepcopy(debian)
+    add_socket(reboot, "tcp", "0.0.0.0", 5432, "postgres", 253)
+    add_process(reboot, 253, "/usr/lib/postgresql/15/bin/postgres -D /var/lib/postgresql/15/main", user="postgres")
+    add_process(reboot, 301, "postgres: 15/main: walsender replicator 10.0.0.11(47198) idle", user="postgres", ppid=253)
+    expected = Expected(units=["postgresql@15-main.service"], ports=[5432])
+    cmds = [agent(2, "systemctl restart postgresql")]
+    res = find_residue({"pg1": {"after_setup": base, "after_agent": after, "after_reboot": reboot}}, cmds, expected)
+    assert res.findings == [], [f.summary for f in res.findings]
