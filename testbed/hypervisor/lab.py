@@ -39,7 +39,7 @@ from testbed.hypervisor.addressing import AddressPlan, leased_networks, plan_add
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.hostguard import ensure_host_guard
 from testbed.hypervisor.labhost import LabHost, lab_host_for
-from testbed.hypervisor.labnetworks import create_networks, lab_network_specs
+from testbed.hypervisor.labnetworks import create_networks, lab_network_specs, network_lock_path
 from testbed.hypervisor.labstate import LabState, NodeState, all_lab_states, check_name_free
 from testbed.hypervisor.leases import LabLease, LeaseStore
 from testbed.hypervisor.node import GuestUnreachable, LabNode
@@ -271,7 +271,7 @@ class Lab:
             state.networks.append(network)
             state.save()
 
-        await create_networks(self.hv, specs, self.settings.leases_dir / "networks.lock", record)
+        await create_networks(self.hv, specs, network_lock_path(self.settings.leases_dir), record)
 
     async def _prepare_node(
         self,

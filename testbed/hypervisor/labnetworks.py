@@ -63,6 +63,11 @@ def lab_network_specs(
 LOCK_POLL_S = 0.02
 
 
+def network_lock_path(leases_dir: Path) -> Path:
+    """The host-wide network lock's file (beside the lease store)."""
+    return leases_dir / "networks.lock"
+
+
 @contextlib.asynccontextmanager
 async def network_lock(lock_path: Path) -> AsyncIterator[None]:
     """Hold the host-wide network lock (`networks.lock` in the leases directory).

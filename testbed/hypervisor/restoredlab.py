@@ -20,15 +20,14 @@ from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.guestagent import GuestAgentChannel
 from testbed.hypervisor.hostguard import ensure_host_guard
 from testbed.hypervisor.lab import LabNode
-from testbed.hypervisor.labnetworks import network_lock
+from testbed.hypervisor.labnetworks import network_lock, network_lock_path
 from testbed.hypervisor.labstate import LabState, NodeState
 from testbed.hypervisor.mgmtroute import host_address, isolate
-from testbed.hypervisor.node import agent_session
 from testbed.hypervisor.overlays import create_overlay
 from testbed.hypervisor.owner import Owner
 from testbed.hypervisor.removal import KeepConsole, LabRemains, keep_consoles, remove_lab
 from testbed.hypervisor.replica import Replica
-from testbed.hypervisor.savedstate import new_session, reconnect
+from testbed.hypervisor.savedstate import reconnect, restored_sessions
 from testbed.hypervisor.saveimage import restore_as
 from testbed.hypervisor.slots import SlotMeta, SlotNode, SlotStore
 from testbed.hypervisor.xml import LabMetadata
@@ -152,7 +151,7 @@ class RestoredLab:
         """The slot's networks under the replica's names, each recorded in the state file
         before it is created, under the host-wide network lock (bridge names and subnets are
         checked there); a network with a host address gets its route isolated at once."""
-        lock_path = self.store.settings.leases_dir / "networks.lock"
+        lock_path = network_lock_path(self.store.settings.leases_dir)
         for name, saved in self.meta.networks.items():
             xml = replica.network_xml(saved, self._metadata(None))
             state.networks.append(replica.rename(name))
@@ -190,8 +189,8 @@ class RestoredLab:
         """The restored node's handle: its sessions (harness and agent, bound to the
         management bridge) and channels."""
         assert self.state is not None
-        bridge = self.state.mgmt_bridge
-        image, session = self.catalog[node.image], new_session(node, client_key, bind_device=bridge)
+        image = self.catalog[node.image]
+        session, agent = restored_sessions(node, image, client_key, bind_device=self.state.mgmt_bridge)
         return LabNode(
             name=node.name,
             image=image,
@@ -202,9 +201,7 @@ class RestoredLab:
             session=session,
             hypervisor=self.hv,
             oob=GuestAgentChannel(self.hv, state.domain, dialect_for(node.dialect).shell),
-            agent_session=agent_session(
-                image, node.mgmt_ip, client_key=client_key, host_key=node.host_key, harness=session, bind_device=bridge
-            ),
+            agent_session=agent,
         )
 
     async def down(self) -> None:

@@ -64,8 +64,10 @@ from testbed.guest.ssh import GuestSession
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.lab import Lab, LabNode
 from testbed.hypervisor.labstate import NodeState
+from testbed.hypervisor.node import agent_session
 from testbed.hypervisor.overlays import create_overlay
 from testbed.hypervisor.slots import SlotMeta, SlotNode, SlotStore
+from testbed.model.images import ImageDef
 
 log = logging.getLogger(__name__)
 
@@ -242,3 +244,15 @@ def new_session(node: NodeState, client_key: asyncssh.SSHKey, *, bind_device: st
         dialect=node.dialect,
         bind_device=bind_device,
     )
+
+
+def restored_sessions(
+    node: NodeState, image: ImageDef, client_key: asyncssh.SSHKey, *, bind_device: str | None
+) -> tuple[GuestSession, GuestSession | None]:
+    """A restored node's harness session and the agent's own login beside it (None when the
+    image has none), both bound to `bind_device` (the shared management bridge)."""
+    session = new_session(node, client_key, bind_device=bind_device)
+    agent = agent_session(
+        image, node.mgmt_ip, client_key=client_key, host_key=node.host_key, harness=session, bind_device=bind_device
+    )
+    return session, agent

@@ -34,11 +34,10 @@ import asyncssh
 
 from testbed.db.records import CommandRecord, StoredCommand
 from testbed.hypervisor.lab import Lab
-from testbed.hypervisor.labnetworks import network_lock
+from testbed.hypervisor.labnetworks import network_lock, network_lock_path
 from testbed.hypervisor.mgmtroute import host_address, isolate
-from testbed.hypervisor.node import agent_session
 from testbed.hypervisor.restoredlab import RestoredLab
-from testbed.hypervisor.savedstate import new_session, reconnect, restore_domains, save_lab
+from testbed.hypervisor.savedstate import reconnect, restore_domains, restored_sessions, save_lab
 from testbed.hypervisor.slots import SlotLock, SlotMeta, SlotStore
 from testbed.model.vocab import Phase, PhaseStatus, RunState, SnapshotPoint
 from testbed.runner.context import RunContext, RunLab
@@ -132,15 +131,8 @@ class SaveState:
                 memory = time.monotonic() - t1
                 client_key = asyncssh.import_private_key(lab.state.client_key_path.read_bytes())
                 for name, node in lab.nodes.items():
-                    slot_node = meta.nodes[name]
-                    node.session = new_session(slot_node, client_key, bind_device=bridge)
-                    node.agent_session = agent_session(
-                        node.image,
-                        node.mgmt_ip,
-                        client_key=client_key,
-                        host_key=slot_node.host_key,
-                        harness=node.session,
-                        bind_device=bridge,
+                    node.session, node.agent_session = restored_sessions(
+                        meta.nodes[name], node.image, client_key, bind_device=bridge
                     )
                 await reconnect(lab.nodes)
             except BaseException:
@@ -203,7 +195,7 @@ async def share_mgmt_subnet(lab: Lab, meta: SlotMeta, store: SlotStore) -> str |
         addr = host_address(xml)
         if addr is None:
             continue
-        async with network_lock(store.settings.leases_dir / "networks.lock"):
+        async with network_lock(network_lock_path(store.settings.leases_dir)):
             await asyncio.to_thread(isolate, addr)
         lab.state.mgmt_bridge = addr.bridge
         lab.state.save()
