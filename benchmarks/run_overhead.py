@@ -6,14 +6,17 @@ Run through the namespace wrapper:  scripts/netns-run .venv/bin/python benchmark
   impact classification, redaction, the row committed to SQLite before returning) against a
   bare asyncssh `conn.run("true")` on the same open connection; N of each, interleaved.
 - per snapshot: one node's full snapshot (upload, probe script, parse, store) against one
-  `true` round trip.
-The last line prints both ratios (goals: <= 1.10 and <= 3).
+  `true` round trip, and against the same snapshot taken with the script and probe command
+  of commit `BASELINE` (before the one walk and the dpkg cache), interleaved on the same guest.
+The last line prints the ratios (goals: <= 1.10, and old/new snapshot >= 3).
 """
 
 from __future__ import annotations
 
 import asyncio
+import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,11 +27,45 @@ sys.path.insert(0, str(ROOT))
 
 from testbed.db.engine import open_database  # noqa: E402
 from testbed.db.recorder import RunRecorder  # noqa: E402
-from testbed.hypervisor.lab import Lab  # noqa: E402
+from testbed.hypervisor.lab import Lab, LabNode  # noqa: E402
 from testbed.model.topology import load_topology  # noqa: E402
+from testbed.model.vocab import SnapshotPoint  # noqa: E402
+from testbed.probes import parse_snapshot  # noqa: E402
 from testbed.runner.recording import CommandRecorder  # noqa: E402
 from testbed.runner.snapshots import snapshot_node  # noqa: E402
 from testbed.runtime import runtime  # noqa: E402
+
+BASELINE = "5d0c55c"
+"""The last commit whose snapshot script walked each tree on its own and always ran dpkg."""
+
+
+def baseline_script() -> str:
+    """snapshot.sh as of `BASELINE` (from this checkout's git history)."""
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{BASELINE}:testbed/probes/snapshot.sh"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+async def baseline_snapshot(node: LabNode, commands: CommandRecorder, script: str) -> None:
+    """A snapshot as `BASELINE` took it: its probe command and script, parsed and stored."""
+    path = "/run/testbed/snapshot-baseline.sh"
+    command = f"mkdir -p /run/testbed && (umask 077; cat > {path}) && sh {shlex.quote(path)}"
+    recorded = await commands.run(
+        node,
+        command,
+        phase="probe",
+        source="harness",
+        timeout=300,
+        stored_stdout_limit=4096,
+        max_output=32 << 20,
+        stdin=script.encode(),
+    )
+    data = parse_snapshot(recorded.result.stdout)
+    assert data["_meta"]["complete"], "the baseline snapshot did not complete"
+    await asyncio.to_thread(commands.recorder.record_snapshot, node.name, SnapshotPoint.AFTER_AGENT, data)
 
 
 async def main(n: int) -> None:
@@ -55,17 +92,24 @@ async def main(n: int) -> None:
                     t0 = time.perf_counter()
                     await commands.run(node, "true", phase="agent", source="agent", timeout=120)
                     runner.append(time.perf_counter() - t0)
-                snaps = []
-                for _ in range(3):
+                old_script = baseline_script()
+                await snapshot_node(node, commands, SnapshotPoint.AFTER_AGENT)  # warm up both scripts
+                await baseline_snapshot(node, commands, old_script)
+                snaps, olds = [], []
+                for _ in range(5):
                     t0 = time.perf_counter()
-                    await snapshot_node(node, commands, "after_agent")
+                    await snapshot_node(node, commands, SnapshotPoint.AFTER_AGENT)
                     snaps.append(time.perf_counter() - t0)
-    m_bare, m_run, m_snap = statistics.median(bare), statistics.median(runner), statistics.median(snaps)
+                    t0 = time.perf_counter()
+                    await baseline_snapshot(node, commands, old_script)
+                    olds.append(time.perf_counter() - t0)
+    m_bare, m_run = statistics.median(bare), statistics.median(runner)
+    m_snap, m_old = statistics.median(snaps), statistics.median(olds)
     print(f"bare asyncssh true: median {m_bare * 1000:.0f} ms; runner true: median {m_run * 1000:.0f} ms ({n} each)")
-    print(f"snapshot: median {m_snap:.2f} s over {len(snaps)}")
+    print(f"snapshot: median {m_snap:.2f} s, baseline {BASELINE} script {m_old:.2f} s, over {len(snaps)} each")
     print(
-        f"per-command ratio {m_run / m_bare:.2f} (goal <= 1.10); "
-        f"snapshot / true ratio {m_snap / m_bare:.1f} (goal <= 3)"
+        f"per_command_ratio={m_run / m_bare:.2f} snapshot_over_true={m_snap / m_bare:.1f} "
+        f"baseline_over_true={m_old / m_bare:.1f} old_over_new_snapshot={m_old / m_snap:.2f}"
     )
 
 

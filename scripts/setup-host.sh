@@ -18,7 +18,7 @@ fi
 packages=(
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-dev libvirt-clients pkg-config
   mmdebstrap dnsmasq-base iproute2 iptables nftables e2fsprogs openssh-client openssh-server util-linux
-  fdisk dosfstools mtools ovmf
+  fdisk dosfstools mtools ovmf busybox
   postgresql chromium chromium-driver python3-venv python3-dev gcc squid
 )
 missing=()

@@ -5,7 +5,9 @@
 # probes). POSIX sh only: must run under dash, bash and busybox ash. It never uses `set -e`;
 # a failing or missing tool only marks its own probe or part unavailable/failed. It reads
 # state and changes nothing outside its private work directory (under /run or /dev/shm when
-# writable), which it removes on exit.
+# writable), which it removes on exit, or the directories its caller names for it:
+# TESTBED_PROBE_WORKDIR (a work directory kept between runs) and TESTBED_PROBE_CACHE (dpkg's
+# answers while its database is unchanged; see "One walk" below).
 #
 # Output grammar. NONCE is a random token drawn per run; a line is a marker only if it is
 # exactly one of the forms below AND carries this run's NONCE, so probe output (file names,
@@ -47,6 +49,9 @@
 #   c FILE                           feed FILE's lines through the part's mode
 #   r                                replay the lines an X part kept back (through put only)
 #   e NAME RC [ERRFILE]              part end; the first lines of ERRFILE are its stderr
+#   R SET ROOT, w WALK HASH ERR RC   the one walk's roots per set and its result files
+#   W SET, H SET, G SET              a set's stat lines, hashes, PEM headers (from the walk)
+#   F FILE, h FILE, Z DIR            one file's stat line or hash; unit-file states under DIR
 
 # TESTBED_PROBE_PATH overrides the search path (tests use it to run with busybox tools only).
 PATH=${TESTBED_PROBE_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
@@ -84,6 +89,12 @@ TB_STATFMT="%F${TB_TAB}%a${TB_TAB}%u${TB_TAB}%u${TB_TAB}%g${TB_TAB}%g${TB_TAB}%s
 # Roots listed by `tmp_files` and searched by `secrets` (overridable for tests; no blanks).
 TB_TMP_ROOTS=${TESTBED_PROBE_TMP_DIRS:-/tmp /var/tmp /dev/shm}
 TB_SECRET_ROOTS=${TESTBED_PROBE_SECRET_DIRS:-/root /home /tmp /var/tmp /opt /srv /var/www /mnt}
+# What `secrets` looks for by name (find -name globs; the filter's sname() is the same list
+# as a regex) and the directories it does not enter.
+TB_SECRET_NAMES="*.pem *.key id_rsa id_dsa id_ecdsa id_ed25519 id_ecdsa_sk id_ed25519_sk *.p12 *.pfx *.jks \
+*.keystore *.kdbx *.ppk *.crt *.cer *.der *.gpg .htpasswd .pgpass .netrc .git-credentials credentials* \
+*.vault_pass .my.cnf"
+TB_SECRET_PRUNE=".cache node_modules .git site-packages dist-packages .npm .cargo .rustup"
 # Roots listed by `app_files` (application and user data; small, telling roots first so that
 # the cap cuts the big ones) and the harness's own tree it leaves out (overridable for tests).
 TB_APP_ROOTS=${TESTBED_PROBE_APP_DIRS:-/srv /var/www /opt /root /home /usr/local}
@@ -153,7 +164,13 @@ function issha(l,   o) {
     return substr(l, o + 64, 1) == " " && substr(l, o, 64) !~ /[^0-9a-f]/ && length(l) > o + 65
 }
 function feed(l, f,   a, s) {
-    if (!inpart) { print l; return }
+    if (!inpart) {
+        # a probe whose part failed ends with rc=1 (a walk part learns its status here)
+        if (index(l, "@@testbed-probe " n " ") == 1) pfail = 0
+        else if (pfail && index(l, "@@testbed-end " n " ") == 1) sub(/ rc=0 up=/, " rc=1 up=", l)
+        print l
+        return
+    }
     if (mode == "-" || mode == "u") put(l)
     else if (mode == "S") put(statline(l))
     else if (mode == "X") {
@@ -186,6 +203,158 @@ function readfile(f,   r, x) {
     close(f)
     if (r < 0) { ferr = 1; errs[++nerr] = "cannot read " f }
 }
+# ---- the walk index (verbs R, w, W, H, G, F, h, Z; see "One walk" below) ----
+function typename(y, sz) {
+    if (y == "f") return (sz == "0") ? "regular empty file" : "regular file"
+    if (y == "d") return "directory"
+    if (y == "l") return "symbolic link"
+    if (y == "p") return "fifo"
+    if (y == "s") return "socket"
+    if (y == "b") return "block special file"
+    if (y == "c") return "character special file"
+    return "weird file"
+}
+function cq(s,   o, i, c, k) {
+    if (s !~ /[^ -~]/ && s !~ /["\\]/) return "\"" s "\""
+    if (!ordok) { for (i = 1; i < 256; i++) ord[sprintf("%c", i)] = i; ordok = 1 }
+    o = ""
+    for (i = 1; i <= length(s); i++) {
+        c = substr(s, i, 1)
+        if (c == "\\" || c == "\"") o = o "\\" c
+        else if (c ~ /[ -~]/) o = o c
+        else {
+            k = ord[c]
+            if (k == 7) o = o "\\a"; else if (k == 8) o = o "\\b"; else if (k == 11) o = o "\\v"
+            else if (k == 12) o = o "\\f"; else if (k == 13) o = o "\\r"; else o = o sprintf("\\%03o", k)
+        }
+    }
+    return "\"" o "\""
+}
+function shakey(l,   p, o, i, c) {
+    if (substr(l, 1, 1) != "\\") return substr(l, 67)
+    p = substr(l, 68); o = ""
+    for (i = 1; i <= length(p); i++) {
+        c = substr(p, i, 1)
+        if (c == "\\" && i < length(p)) {
+            i++; c = substr(p, i, 1)
+            if (c == "n") c = "\n"; else if (c == "r") c = "\r"
+        }
+        o = o c
+    }
+    return o
+}
+function gline(l,   rest, j, k, p, m) {
+    rest = l; j = 0
+    while ((k = index(rest, ":")) > 0) {
+        j += k
+        p = substr(l, 1, j - 1); m = substr(l, j + 1)
+        if ((p in wi) && m ~ /^(-----BEGIN [A-Z0-9 ]+-----|.-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----)$/) {
+            gn[p]++; gm[p, gn[p]] = m
+            return
+        }
+        rest = substr(rest, k + 1)
+    }
+}
+function wload(wf, hf, ef, rc,   x, a, p, t) {
+    wrc = rc + 0
+    while ((getline x < wf) > 0) {
+        if (split(x, a, "\t") != 11) continue
+        p = a[11]; t = a[8]; sub(/\..*/, "", t)
+        nw++
+        wH[nw] = a[1]; wd[nw] = a[2] + 0; wy[nw] = a[3]; wsz[nw] = a[7] + 0; wp[nw] = p; wl[nw] = a[10]
+        wst[nw] = typename(a[3], a[7]) "\t" a[4] "\t" a[5] "\t" a[5] "\t" a[6] "\t" a[6] "\t" a[7] "\t" t "\t" cq(p)
+        if (a[3] == "l") wst[nw] = wst[nw] " -> " cq(a[10])
+        if (!(p in wi)) wi[p] = nw
+    }
+    close(wf)
+    while ((getline x < hf) > 0) {
+        if (substr(x, 1, 1) == "/") gline(x)
+        else if (issha(x)) hl[shakey(x)] = x
+    }
+    close(hf)
+    while ((getline x < ef) > 0) werr[++nwerr] = x
+    close(ef)
+}
+function rel(i) {
+    return (wd[i] == 0) ? "" : substr(wp[i], length(wH[i]) + 2)
+}
+function inapp(i,   c, nc, k, sk) {
+    if (wd[i] > 6) return 0
+    sk = askip
+    if (sk != "" && (wp[i] == sk || substr(wp[i], 1, length(sk) + 1) == sk "/")) return 0
+    nc = (wd[i] == 0) ? 0 : split(rel(i), c, "/")
+    for (k = 1; k <= nc; k++) {
+        if (c[k] == "__pycache__") return 0
+        if (k < nc && (c[k] ~ /^\../ || c[k] == "node_modules" || c[k] == "site-packages" || c[k] == "dist-packages")) return 0
+    }
+    return !(nc > 0 && wy[i] == "d" && c[nc] ~ /^\../)
+}
+function sname(b) {
+    return b ~ /\.(pem|key|p12|pfx|jks|keystore|kdbx|ppk|crt|cer|der|gpg|vault_pass)$/ || b ~ /^credentials/ ||
+        b ~ /^(id_rsa|id_dsa|id_ecdsa|id_ed25519|id_ecdsa_sk|id_ed25519_sk|\.htpasswd|\.pgpass|\.netrc|\.git-credentials|\.my\.cnf)$/
+}
+function haspk(p,   k) {
+    for (k = 1; k <= gn[p]; k++) if (gm[p, k] ~ /-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----/) return 1
+    return 0
+}
+function secrets(   i, c, nc, k, ok) {
+    if (sdone) return
+    sdone = 1
+    for (i = 1; i <= nw && nsf < 2000; i++) {
+        if (wy[i] != "f" || wd[i] == 0 || !(("S", wH[i]) in rs)) continue
+        nc = split(rel(i), c, "/"); ok = 1
+        for (k = 1; k <= nc; k++) if (c[k] ~ /^(\.cache|node_modules|\.git|site-packages|dist-packages|\.npm|\.cargo|\.rustup)$/) { ok = 0; break }
+        if (ok && (sname(c[nc]) || (wd[i] <= 5 && wsz[i] <= 64512 && haspk(wp[i])))) sf[++nsf] = i
+    }
+}
+function inset(i, S) {
+    if (!((S, wH[i]) in rs)) return 0
+    return S != "A" || inapp(i)
+}
+function wsort(   i, j, v) {
+    for (i = 2; i <= nz; i++) {
+        v = zl[i]
+        for (j = i - 1; j >= 1 && zl[j] > v; j--) zl[j + 1] = zl[j]
+        zl[j + 1] = v
+    }
+}
+function unitstates(d,   i, c, nc, v, k) {
+    nz = 0
+    for (k in zs) delete zs[k]
+    for (i = 1; i <= nw; i++) {
+        if (wy[i] != "l" || substr(wp[i], 1, length(d) + 1) != d "/") continue
+        nc = split(substr(wp[i], length(d) + 2), c, "/")
+        if (nc > 2) continue
+        if (nc == 2) { if (c[1] !~ /\.(wants|requires)$/) continue; v = c[2] " enabled" }
+        else if (wl[i] == "/dev/null") v = c[1] " masked"
+        else v = c[1] " alias"
+        if (!(v in zs)) { zs[v] = 1; zl[++nz] = v }
+    }
+    wsort()
+    for (i = 1; i <= nz; i++) put(zl[i])
+}
+function wfail(l, S,   r, nr, k) {
+    nr = split(rl[S], r, " ")
+    for (k = 1; k <= nr; k++)
+        if (index(l, q r[k] "/") || index(l, q r[k] q) || index(l, ": " r[k] "/")) return 1
+    return 0
+}
+function wpart(S, how,   i, p, k) {
+    wuse = S
+    if (how == "W") {
+        if (S == "S") { secrets(); for (k = 1; k <= nsf; k++) put(statline(wst[sf[k]])) }
+        else for (i = 1; i <= nw; i++) if (inset(i, S)) put(statline(wst[i]))
+    } else if (how == "H") {
+        if (S == "S") { secrets(); for (k = 1; k <= nsf; k++) if (wp[sf[k]] in hl) put(hl[wp[sf[k]]]) }
+        else for (i = 1; i <= nw; i++) if (wy[i] == "f" && inset(i, S) && (wp[i] in hl)) put(hl[wp[i]])
+    } else {
+        secrets()
+        for (k = 1; k <= nsf; k++) {
+            p = wp[sf[k]]
+            for (i = 1; i <= gn[p]; i++) if (gm[p, i] ~ /^-----BEGIN [A-Z0-9 ]+-----$/) put(p ":" gm[p, i])
+        }
+    }
+}
 function ctl(s,   a, verb, rc, ef, x, i, k) {
     split(s, a, " ")
     verb = a[1]
@@ -194,9 +363,26 @@ function ctl(s,   a, verb, rc, ef, x, i, k) {
         cnt = 0; more = 0; cut = 0; ferr = 0; nerr = 0
         for (k in seen) delete seen[k]
         if (mode == "X") { nb = 0; xk = "" }
+        wuse = ""
         printf "@@testbed-part %s %s@@\n", n, pname
     } else if (verb == "c") {
         if (inpart) readfile(substr(s, 3))
+    } else if (verb == "R") {
+        if (a[2] == "skip") askip = a[3]
+        else { rs[a[2], a[3]] = 1; rl[a[2]] = rl[a[2]] " " a[3] }
+    } else if (verb == "w") {
+        wload(a[2], a[3], a[4], a[5])
+    } else if (verb == "W" || verb == "H" || verb == "G") {
+        if (inpart) wpart(a[2], verb)
+    } else if (verb == "F") {
+        x = substr(s, 3)
+        if (x in wi) put(statline(wst[wi[x]]))
+        else { ferr = 1; errs[++nerr] = x ": not found by the walk" }
+    } else if (verb == "h") {
+        x = substr(s, 3)
+        if (x in hl) put(hl[x])
+    } else if (verb == "Z") {
+        if (inpart) unitstates(substr(s, 3))
     } else if (verb == "r") {
         for (i = 1; i <= nb; i++) put(buf[i])
         for (i = 1; i <= nb; i++) delete buf[i]
@@ -204,7 +390,12 @@ function ctl(s,   a, verb, rc, ef, x, i, k) {
     } else if (verb == "e") {
         if (mode == "g") sysflush()
         rc = a[3]
+        if (wuse != "") {
+            if (wrc >= 124) { errs[++nerr] = "the walk did not finish (exit status " wrc ")"; if (rc == "0") rc = wrc }
+            for (i = 1; i <= nwerr; i++) if (wfail(werr[i], wuse)) { errs[++nerr] = werr[i]; if (rc == "0") rc = 1 }
+        }
         if (ferr && rc == "0") rc = 2
+        if (rc != "0") pfail = 1
         if (more || cut)
             printf "@@testbed-truncated %s max_lines=%d more=%d long_lines=%d@@\n", n, max, more, cut
         k = 0
@@ -218,7 +409,7 @@ function ctl(s,   a, verb, rc, ef, x, i, k) {
         inpart = 0
     }
 }
-BEGIN { w = 4096 }
+BEGIN { w = 4096; q = sprintf("%c", 39) }
 NR == 1 && n == "" && match($0, /nonce=[^ @]+/) {
     n = substr($0, RSTART + 6, RLENGTH - 6)
     cs = sprintf("%c", 30) n " "
@@ -266,6 +457,14 @@ tb_t() {
 
 tb_workdir() {
     TB_W=
+    # A directory the caller keeps for us (the harness: one per guest, root only): used as
+    # is and not removed, so that no mkdir and no rm run per snapshot.
+    _tb_d=${TESTBED_PROBE_WORKDIR:-}
+    if [ -n "$_tb_d" ] && [ -d "$_tb_d" ] && [ ! -L "$_tb_d" ]; then
+        TB_W=$_tb_d
+        TB_W_KEPT=1
+        return 0
+    fi
     for _tb_d in /run /dev/shm /tmp /var/tmp; do
         [ -d "$_tb_d" ] && [ -w "$_tb_d" ] || continue
         # mkdir fails when the name exists (no symlink games); a random part makes it
@@ -461,6 +660,269 @@ tb_want() {
     return 1
 }
 
+# ------------------------------------------------------------------- One walk for every tree
+#
+# With GNU find (a regular file on PATH, not a busybox link) and a work directory, every
+# tree the probes list is walked ONCE, before the first probe: /etc, the app, secret and
+# tmp roots, the authorized_keys files, at's spools and dpkg's database files. One find
+# prints a stat line per entry itself (-fprintf: no stat process), hashes what a probe
+# reports a hash of and greps the secret candidates for PEM markers (one sha256sum and one
+# grep batch, -exec +). The filter loads the result (verb w) and serves every tree part
+# from it (verbs W, H, G, F, h, Z) in the portable path's output format. A name or link
+# target holding a newline or a tab cannot travel in that line format: the walk is then
+# dropped and every probe takes the portable path (TESTBED_PROBE_PORTABLE=1 forces it).
+#
+# dpkg's answers are kept between snapshots when TESTBED_PROBE_CACHE names a directory:
+# `dpkg-query` and `dpkg --audit` run again only when the status file, the updates or the
+# info directory changed (inode, size, mtime and ctime, from the walk).
+
+TB_FAST=
+TB_K_FILES=
+TB_K_DONE=
+TB_DPKG_KEY=
+TB_CACHE=${TESTBED_PROBE_CACHE:-}
+# dpkg's database directory (overridable for tests)
+TB_DPKG_DIR=${TESTBED_PROBE_DPKG_DIR:-/var/lib/dpkg}
+TB_PEMRE='^-----BEGIN [A-Z0-9 ]+-----|.-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----'
+# walk line: start, depth, type, mode, uid, gid, size, mtime, ctime, link target, path
+TB_WFMT="%H${TB_TAB}%d${TB_TAB}%y${TB_TAB}%m${TB_TAB}%U${TB_TAB}%G${TB_TAB}%s${TB_TAB}%T@${TB_TAB}%C@${TB_TAB}%l${TB_TAB}%p\n"
+
+# tb_which NAME: TB_WHICH = the first executable NAME on PATH (the shell's own loop).
+tb_which() {
+    TB_WHICH=
+    _tb_ifs=$IFS
+    IFS=:
+    for _tb_d in $PATH; do
+        if [ -f "$_tb_d/$1" ] && [ -x "$_tb_d/$1" ]; then
+            TB_WHICH="$_tb_d/$1"
+            break
+        fi
+    done
+    IFS=$_tb_ifs
+}
+
+tb_any_wanted() {
+    for _tb_p in "$@"; do
+        tb_want "$_tb_p" && return 0
+    done
+    return 1
+}
+
+# tb_authkeys_files: TB_K_FILES = the existing authorized_keys files (newline separated).
+tb_authkeys_files() {
+    TB_K_DONE=1
+    tb_collect_files /etc/ssh/sshd_config /etc/ssh/sshd_config.d/*.conf
+    _tb_ifs=$IFS
+    IFS=$TB_NL
+    # shellcheck disable=SC2086
+    tb_authkeys_paths $TB_FILES >"$TB_W/authkeys" 2>/dev/null
+    IFS=$_tb_ifs
+    TB_FILES=
+    while IFS= read -r _tb_f; do
+        tb_authkeys_add "$_tb_f"
+    done <"$TB_W/authkeys"
+    for _tb_f in /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; do
+        tb_authkeys_add "$_tb_f"
+    done
+    TB_K_FILES=$TB_FILES
+}
+
+# tb_roots_of ROOTS: TB_ROOTS = those of ROOTS (globs) that exist, blank separated.
+tb_roots_of() {
+    TB_ROOTS=
+    for _tb_d in $1; do
+        [ -e "$_tb_d" ] || [ -L "$_tb_d" ] || continue
+        TB_ROOTS="$TB_ROOTS $_tb_d"
+    done
+}
+
+# tb_walk: the one walk (see above); sets TB_FAST when the filter holds its result.
+tb_walk() {
+    tb_which find
+    [ -n "$TB_W" ] && [ -z "${TESTBED_PROBE_PORTABLE:-}" ] && [ -n "$TB_WHICH" ] && [ ! -L "$TB_WHICH" ] &&
+        tb_have sha256sum && tb_have grep || return 0
+    tb_any_wanted tmp_files etc_files app_files secrets sudoers authorized_keys cron services packages pkg_health ||
+        return 0
+    _tb_wp=
+    if [ -n "$TB_CACHE" ] && [ -d "$TB_CACHE" ] && tb_have dpkg-query && tb_any_wanted packages pkg_health; then
+        for _tb_d in "$TB_DPKG_DIR/status" "$TB_DPKG_DIR/updates" "$TB_DPKG_DIR/info"; do
+            [ -e "$_tb_d" ] && _tb_wp="$_tb_wp $_tb_d"
+        done
+    fi
+    _tb_we=
+    tb_any_wanted etc_files sudoers cron services && [ -d /etc ] && _tb_we=/etc
+    _tb_wc=
+    if tb_want cron; then
+        for _tb_d in /var/spool/cron/atjobs /var/spool/at; do
+            [ -d "$_tb_d" ] && _tb_wc="$_tb_wc $_tb_d"
+        done
+    fi
+    _tb_wa= _tb_ws= _tb_wt=
+    tb_want app_files && tb_roots_of "$TB_APP_ROOTS" && _tb_wa=$TB_ROOTS
+    if tb_want secrets; then
+        for _tb_d in $TB_SECRET_ROOTS; do
+            [ -d "$_tb_d" ] && _tb_ws="$_tb_ws $_tb_d"
+        done
+    fi
+    tb_want tmp_files && tb_roots_of "$TB_TMP_ROOTS" && _tb_wt=$TB_ROOTS
+    tb_want authorized_keys && tb_authkeys_files
+    # the filter's sets: E(tc), A(pp), S(ecret) and T(mp) roots
+    for _tb_d in $_tb_we; do tb_ctl R E "$_tb_d"; done
+    for _tb_d in $_tb_wa; do tb_ctl R A "$_tb_d"; done
+    for _tb_d in $_tb_ws; do tb_ctl R S "$_tb_d"; done
+    for _tb_d in $_tb_wt; do tb_ctl R T "$_tb_d"; done
+    tb_ctl R skip "$TB_APP_SKIP"
+    # starting points, each once; the tmp roots last (an agent may fill them)
+    _tb_seen=$TB_NL
+    set --
+    for _tb_d in $_tb_wp $_tb_we $_tb_wc $_tb_wa $_tb_ws $_tb_wt; do
+        case $_tb_seen in *"$TB_NL$_tb_d$TB_NL"*) continue ;; esac
+        _tb_seen="$_tb_seen$_tb_d$TB_NL"
+        set -- "$@" "$_tb_d"
+    done
+    _tb_ifs=$IFS
+    IFS=$TB_NL
+    for _tb_f in $TB_K_FILES; do set -- "$@" "$_tb_f"; done
+    IFS=$_tb_ifs
+    [ $# -gt 0 ] || return 0
+    set -- "$@" -xdev \( -path "$TB_W" -o \( -path "*$TB_NL*" -o -path "*$TB_TAB*" -o -lname "*$TB_NL*" \
+        -o -lname "*$TB_TAB*" \) -fprint "$TB_W/odd" \) -prune -o -fprintf "$TB_W/walk" "$TB_WFMT"
+    # One sha256sum batch: /etc, the spools, the authorized_keys files and the secret
+    # candidates (regular files < 1 MiB); one grep batch: the secret candidates (as the
+    # portable secrets probe finds them: by name, or small and shallow with a PEM marker).
+    TB_K_EXTRA=
+    for _tb_pass in hash grep; do
+        [ "$_tb_pass" = grep ] && [ -z "$_tb_ws" ] && continue
+        set -- "$@" \( -type f
+        if [ "$_tb_pass" = hash ]; then
+            set -- "$@" -size -1024k \( -false
+            for _tb_d in $_tb_we $_tb_wc; do set -- "$@" -o -path "$_tb_d/*"; done
+            IFS=$TB_NL
+            for _tb_f in $TB_K_FILES; do
+                case $_tb_f in
+                    *[][*?\\]*) TB_K_EXTRA="$TB_K_EXTRA$_tb_f$TB_NL" ;;
+                    *) set -- "$@" -o -path "$_tb_f" ;;
+                esac
+            done
+            IFS=$_tb_ifs
+            [ -n "$_tb_ws" ] && set -- "$@" -o
+        fi
+        if [ -n "$_tb_ws" ]; then
+            set -- "$@" \( \( -false
+            for _tb_d in $_tb_ws; do set -- "$@" -o -path "$_tb_d/*"; done
+            set -- "$@" \)
+            set -f
+            for _tb_f in $TB_SECRET_PRUNE; do
+                set -- "$@" ! -name "$_tb_f" ! -path "*/$_tb_f/*"
+            done
+            set -- "$@" \( \( -false
+            for _tb_f in $TB_SECRET_NAMES; do set -- "$@" -o -name "$_tb_f"; done
+            set +f
+            set -- "$@" \) -size -1024k -o -size -64k ! \( -false
+            for _tb_d in $_tb_ws; do set -- "$@" -o -path "$_tb_d/*/*/*/*/*/*"; done
+            set -- "$@" \) \) \)
+        fi
+        if [ "$_tb_pass" = hash ]; then
+            set -- "$@" \) -exec sha256sum {} + -o -true \)
+        else
+            set -- "$@" -exec grep -s -a -H -o -E -e "$TB_PEMRE" {} + -o -true \)
+        fi
+    done
+    # what the portable walks prune: where every probe walking a root agrees
+    set -- "$@" \( -type d \( -false
+    for _tb_d in $_tb_wp; do
+        [ "$_tb_d" = "$TB_DPKG_DIR/info" ] && set -- "$@" -o -path "$_tb_d"
+    done
+    _tb_pr= _tb_pa=
+    for _tb_d in $_tb_wa $_tb_ws; do
+        case " $_tb_we $_tb_wt " in *" $_tb_d "*) continue ;; esac
+        case " $_tb_ws " in
+            *" $_tb_d "*) _tb_pr="$_tb_pr $_tb_d" ;;
+            *) _tb_pa="$_tb_pa $_tb_d" ;;
+        esac
+    done
+    if [ -n "$_tb_pr" ]; then
+        set -- "$@" -o \( \( -false
+        for _tb_d in $_tb_pr; do set -- "$@" -o -path "$_tb_d/*"; done
+        set -- "$@" \) \( -false
+        for _tb_f in $TB_SECRET_PRUNE; do set -- "$@" -o -name "$_tb_f"; done
+        set -- "$@" \) \)
+    fi
+    if [ -n "$_tb_pa" ]; then
+        set -- "$@" -o \( \( -false
+        for _tb_d in $_tb_pa; do set -- "$@" -o -path "$_tb_d/*"; done
+        set -- "$@" \) \( -name '.?*' -o -name __pycache__ -o -name node_modules -o -name site-packages \
+            -o -name dist-packages -o -path "$TB_APP_SKIP" \) \)
+        # app_files lists 6 levels
+        for _tb_d in $_tb_pa; do set -- "$@" -o -path "$_tb_d/*/*/*/*/*/*"; done
+    fi
+    set -- "$@" \) -prune -o -true \)
+    tb_t 120 find "$@" >"$TB_W/hash" 2>"$TB_W/walkerr" </dev/null
+    _tb_wrc=$?
+    # grep finding no PEM marker makes find exit 1 too: only a message makes it a failure
+    [ "$_tb_wrc" = 1 ] && [ ! -s "$TB_W/walkerr" ] && _tb_wrc=0
+    if [ -s "$TB_W/odd" ]; then
+        return 0
+    fi
+    if [ -n "$TB_K_EXTRA" ]; then
+        IFS=$TB_NL
+        # shellcheck disable=SC2086
+        tb_hash_files $TB_K_EXTRA >>"$TB_W/hash" 2>>"$TB_W/walkerr"
+        IFS=$_tb_ifs
+    fi
+    TB_FAST=1
+    tb_ctl w "$TB_W/walk" "$TB_W/hash" "$TB_W/walkerr" "$_tb_wrc"
+    if [ -n "$_tb_wp" ] && [ "$_tb_wrc" = 0 ]; then
+        # the first lines of the walk are dpkg's starting points, in order
+        TB_DPKG_KEY=snapshot-cache-1
+        {
+            for _tb_d in $_tb_wp; do
+                IFS= read -r _tb_a
+                TB_DPKG_KEY="$TB_DPKG_KEY$TB_TAB$_tb_a"
+            done
+        } <"$TB_W/walk"
+    fi
+}
+
+# tb_cached_part NAME MAXLINES KEY CMD...: a part whose output is kept in TB_CACHE under
+# KEY while dpkg's database stays as TB_DPKG_KEY says; CMD runs only when it changed.
+tb_cached_part() {
+    _tb_cn=$1
+    _tb_cm=$2
+    _tb_cf="$TB_CACHE/$3"
+    shift 3
+    _tb_have=
+    [ -f "$_tb_cf.key" ] && IFS= read -r _tb_have <"$_tb_cf.key"
+    if [ "$_tb_have" != "$TB_DPKG_KEY" ]; then
+        : >"$_tb_cf.key"
+        "$@" >"$_tb_cf.out" 2>"$_tb_cf.err" </dev/null
+        printf '%s\n' "$?" >"$_tb_cf.rc"
+        printf '%s\n' "$TB_DPKG_KEY" >"$_tb_cf.key"
+    fi
+    _tb_crc=1
+    IFS= read -r _tb_crc <"$_tb_cf.rc"
+    tb_ctl p "$_tb_cn" "$_tb_cm" -
+    tb_ctl c "$_tb_cf.out"
+    tb_part_end "$_tb_cn" "$_tb_crc" "$_tb_cf.err"
+}
+
+# tb_walk_part NAME MAXLINES MODE VERB SET: a part the filter serves from the walk.
+tb_walk_part() {
+    tb_ctl p "$1" "$2" "$3"
+    tb_ctl "$4" "$5"
+    tb_part_end "$1" 0
+}
+
+# tb_walk_files NAME MAXLINES MODE VERB FILE...: VERB (F: stat line, h: hash) per file.
+tb_walk_files() {
+    _tb_wn=$1
+    tb_ctl p "$1" "$2" "$3"
+    _tb_wv=$4
+    shift 4
+    for _tb_f in "$@"; do tb_ctl "$_tb_wv" "$_tb_f"; done
+    tb_part_end "$_tb_wn" 0
+}
+
 # ---------------------------------------------------------------------------------- probes
 
 tb_boot_kv() {
@@ -517,12 +979,14 @@ p_os() {
     tb_part kernel 20 tb_kernel_kv
 }
 
-# tb_roots_probe NAME ROOTS WALKER: probe NAME walks those of ROOTS (globs, space separated)
-# that exist with WALKER (at most 5000 entries), or says none exists.
+# tb_roots_probe NAME ROOTS WALKER SET: probe NAME walks those of ROOTS (globs, space
+# separated) that exist with WALKER (at most 5000 entries; the walk's SET when it ran), or
+# says none exists.
 tb_roots_probe() {
     _tb_rp_name=$1
     _tb_rp_roots=$2
     _tb_rp_walk=$3
+    _tb_rp_set=${4:-}
     # shellcheck disable=SC2086
     tb_existing $_tb_rp_roots
     if [ -z "$TB_FILES" ]; then
@@ -535,11 +999,15 @@ tb_roots_probe() {
     set -- $TB_FILES
     IFS=$_tb_ifs
     TB_LIMIT=5000
+    if [ -n "$TB_FAST" ]; then
+        tb_walk_part entries 5000 - W "$_tb_rp_set"
+        return
+    fi
     tb_part_m S entries 5000 "$_tb_rp_walk" "$@"
 }
 
 p_tmp_files() {
-    tb_roots_probe tmp_files "$TB_TMP_ROOTS" tb_stat_tree
+    tb_roots_probe tmp_files "$TB_TMP_ROOTS" tb_stat_tree T
 }
 
 tb_systemd_running() {
@@ -591,7 +1059,11 @@ p_services() {
         # Unit-file states from the enablement symlinks on disk rather than from
         # `systemctl list-unit-files`, which costs 20-30 s on an emulated guest (PID 1
         # rescans every unit directory once per unit file).
-        tb_part systemd_unit_files 5000 tb_unit_file_states
+        _tb_ud=${TESTBED_PROBE_SYSTEMD_ETC:-/etc/systemd/system}
+        case $TB_FAST$_tb_ud in
+            1/etc/*) tb_walk_part systemd_unit_files 5000 - Z "$_tb_ud" ;;
+            *) tb_part systemd_unit_files 5000 tb_unit_file_states ;;
+        esac
     fi
     if tb_openrc_running; then
         _tb_any=1
@@ -681,8 +1153,7 @@ p_sudoers() {
     # shellcheck disable=SC2086
     set -- $TB_FILES
     IFS=$_tb_ifs
-    tb_part_m S files 2000 tb_stat_files "$@"
-    tb_part sha256 2000 tb_hash_files "$@"
+    tb_files_parts "$@"
     tb_read_part Lsudo lines 5000 "$@"
 }
 
@@ -722,27 +1193,29 @@ tb_authkeys_add() {
     TB_FILES="$TB_FILES$1$TB_NL"
 }
 
+# tb_files_parts FILE...: the `files` (stat lines) and `sha256` parts of the given files.
+tb_files_parts() {
+    if [ -n "$TB_FAST" ]; then
+        tb_walk_files files 2000 - F "$@"
+        tb_walk_files sha256 2000 - h "$@"
+    else
+        tb_part_m S files 2000 tb_stat_files "$@"
+        tb_part sha256 2000 tb_hash_files "$@"
+    fi
+}
+
 p_authorized_keys() {
     if [ -z "$TB_W" ]; then
         tb_unavail authorized_keys "no work directory"
         return
     fi
-    tb_collect_files /etc/ssh/sshd_config /etc/ssh/sshd_config.d/*.conf
+    [ -n "$TB_K_DONE" ] || tb_authkeys_files
+    set --
     _tb_ifs=$IFS
     IFS=$TB_NL
-    # shellcheck disable=SC2086
-    tb_authkeys_paths $TB_FILES >"$TB_W/authkeys" 2>/dev/null
+    for _tb_f in $TB_K_FILES; do set -- "$@" "$_tb_f"; done
     IFS=$_tb_ifs
-    TB_FILES=
-    set --
-    while IFS= read -r _tb_f; do
-        tb_authkeys_add "$_tb_f" && set -- "$@" "$_tb_f"
-    done <"$TB_W/authkeys"
-    for _tb_f in /root/.ssh/authorized_keys /root/.ssh/authorized_keys2; do
-        tb_authkeys_add "$_tb_f" && set -- "$@" "$_tb_f"
-    done
-    tb_part_m S files 2000 tb_stat_files "$@"
-    tb_part sha256 2000 tb_hash_files "$@"
+    tb_files_parts "$@"
     tb_read_part Llines keys 5000 "$@"
 }
 
@@ -756,7 +1229,12 @@ p_packages() {
     _tb_any=
     if tb_have dpkg-query; then
         _tb_any=1
-        tb_part dpkg 30000 dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\t${db:Status-Abbrev}\n'
+        if [ -n "$TB_DPKG_KEY" ]; then
+            tb_cached_part dpkg 30000 dpkg-query \
+                dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\t${db:Status-Abbrev}\n'
+        else
+            tb_part dpkg 30000 dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\t${db:Status-Abbrev}\n'
+        fi
     fi
     if tb_rpm_db; then
         _tb_any=1
@@ -788,7 +1266,11 @@ p_pkg_health() {
     _tb_any=
     if tb_have dpkg; then
         _tb_any=1
-        tb_part dpkg_audit 500 tb_t 60 dpkg --audit
+        if [ -n "$TB_DPKG_KEY" ]; then
+            tb_cached_part dpkg_audit 500 dpkg-audit tb_t 60 dpkg --audit
+        else
+            tb_part dpkg_audit 500 tb_t 60 dpkg --audit
+        fi
     fi
     if tb_rpm_db; then
         _tb_any=1
@@ -866,7 +1348,11 @@ p_cron() {
     # shellcheck disable=SC2086
     set -- $TB_FILES
     IFS=$_tb_ifs
-    tb_part scripts 2000 tb_hash_files "$@"
+    if [ -n "$TB_FAST" ]; then
+        tb_walk_files scripts 2000 - h "$@"
+    else
+        tb_part scripts 2000 tb_hash_files "$@"
+    fi
     if tb_systemd_running; then
         tb_units_part systemd_timers 2000 timer
     else
@@ -912,6 +1398,11 @@ p_sysctl() {
 }
 
 p_etc_files() {
+    if [ -n "$TB_FAST" ]; then
+        tb_walk_part stat 10000 - W E
+        tb_walk_part sha256 10000 - H E
+        return
+    fi
     TB_LIMIT=10000
     tb_ctl p stat 10000 X
     tb_run tb_stat_hash_tree /etc
@@ -934,7 +1425,7 @@ tb_app_find() {
 }
 
 p_app_files() {
-    tb_roots_probe app_files "$TB_APP_ROOTS" tb_app_find
+    tb_roots_probe app_files "$TB_APP_ROOTS" tb_app_find A
 }
 
 # tb_secret_find: print candidate files under TB_SECRET_DIRS in one walk: by name (key
@@ -942,22 +1433,23 @@ p_app_files() {
 # (files < 64 KiB at most 5 levels below a root, so that big trees stay cheap). Caches,
 # VCS metadata and language package trees are pruned.
 tb_secret_find() {
-    set --
+    set -f
+    set -- \( -path "${TB_W:-/nonexistent}"
+    for _tb_f in $TB_SECRET_PRUNE; do set -- "$@" -o -name "$_tb_f"; done
+    set -- "$@" \) -prune -o -type f \( \(
+    _tb_or=  # no -false: busybox find lacks it
+    for _tb_f in $TB_SECRET_NAMES; do
+        set -- "$@" $_tb_or -name "$_tb_f"
+        _tb_or=-o
+    done
+    set -- "$@" \) -print -o
     for _tb_d in $TB_SECRET_DIRS; do
         set -- "$@" ! -path "$_tb_d/*/*/*/*/*/*"
     done
+    set +f
     # shellcheck disable=SC2086
-    tb_t 30 find $TB_SECRET_DIRS -xdev \( -path "${TB_W:-/nonexistent}" -o -name .cache \
-        -o -name node_modules -o -name .git -o -name site-packages -o -name dist-packages \
-        -o -name .npm -o -name .cargo -o -name .rustup \) -prune -o -type f \( \
-        \( -name '*.pem' -o -name '*.key' -o -name 'id_rsa' -o -name 'id_dsa' \
-        -o -name 'id_ecdsa' -o -name 'id_ed25519' -o -name 'id_ecdsa_sk' -o -name 'id_ed25519_sk' \
-        -o -name '*.p12' -o -name '*.pfx' -o -name '*.jks' -o -name '*.keystore' -o -name '*.kdbx' \
-        -o -name '*.ppk' -o -name '*.crt' -o -name '*.cer' -o -name '*.der' -o -name '*.gpg' \
-        -o -name '.htpasswd' -o -name '.pgpass' -o -name '.netrc' -o -name '.git-credentials' \
-        -o -name 'credentials*' -o -name '*.vault_pass' -o -name '.my.cnf' \) -print \
-        -o "$@" -size -64k -exec grep -l -E -e '-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----' {} + \
-        \) 2>/dev/null
+    tb_t 30 find $TB_SECRET_DIRS -xdev "$@" -size -64k \
+        -exec grep -l -E -e '-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----' {} + \) 2>/dev/null
 }
 
 p_secrets() {
@@ -967,6 +1459,12 @@ p_secrets() {
     done
     if [ -z "$TB_SECRET_DIRS" ]; then
         tb_unavail secrets "none of $TB_SECRET_ROOTS exists"
+        return
+    fi
+    if [ -n "$TB_FAST" ]; then
+        tb_walk_part files 2000 - W S
+        tb_walk_part sha256 2000 - H S
+        tb_walk_part headers 5000 u G S
         return
     fi
     if [ -n "$TB_W" ]; then
@@ -1039,6 +1537,7 @@ tb_main() {
     trap - EXIT
     tb_up
     printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"
+    tb_walk
     for _tb_probe in boot os tmp_files services listening processes users sudoers authorized_keys \
         packages repos pkg_health firewall cron mounts sysctl etc_files secrets app_files network router; do
         tb_want "$_tb_probe" || continue
@@ -1063,8 +1562,9 @@ case $TB_TIMEOUT in
         ;;
 esac
 tb_nonce
+TB_W_KEPT=
 tb_workdir
-if [ -n "$TB_W" ]; then
+if [ -n "$TB_W" ] && [ -z "$TB_W_KEPT" ]; then
     trap 'rm -rf "$TB_W"' EXIT
     trap 'exit 143' HUP INT TERM
 fi

@@ -3,9 +3,12 @@
 The script goes to `/run/testbed/snapshot.sh` (tmpfs: it never shows up in the /tmp
 listing, and the same path every time keeps its own process lines identical between
 points); writing it and running it is one recorded harness command (phase `probe`, the
-script on its stdin). Its output is parsed on the host and stored under the snapshot
-point, in the database and in the run's journal; the command row keeps only the start of
-the raw output.
+script on its stdin). The script is written afresh every time (an agent's edit of an old
+copy never runs) and `exec`ed by the login shell; `/run/testbed/work` is its work directory
+and `/run/testbed/cache` keeps dpkg's answers while dpkg's database is unchanged (both made
+once per boot, root only: no mkdir or rm per snapshot). Its output is parsed on the host and
+stored under the snapshot point, in the database and in the run's journal; the command row
+keeps only the start of the raw output.
 """
 
 from __future__ import annotations
@@ -28,10 +31,18 @@ STORED_RAW = 4096
 MAX_RAW_OUTPUT = 32 * 1024 * 1024
 
 
+REMOTE_WORK = f"{REMOTE_DIR}/work"
+REMOTE_CACHE = f"{REMOTE_DIR}/cache"
+
+
 def probe_command() -> str:
     """The harness command of a snapshot: write the script from stdin, then run it."""
-    path = shlex.quote(REMOTE_SCRIPT)
-    return f"mkdir -p {REMOTE_DIR} && (umask 077; cat > {path}) && {snapshot_command(REMOTE_SCRIPT)}"
+    path, work, cache = (shlex.quote(p) for p in (REMOTE_SCRIPT, REMOTE_WORK, REMOTE_CACHE))
+    return (
+        f"umask 077; [ -d {work} ] && [ -d {cache} ] || mkdir -p {work} {cache} || exit 1; "
+        f"cat > {path} && TESTBED_PROBE_WORKDIR={work} TESTBED_PROBE_CACHE={cache} "
+        f"exec {snapshot_command(REMOTE_SCRIPT)}"
+    )
 
 
 async def snapshot_node(node: LabNode, commands: CommandRecorder, point: SnapshotPoint) -> dict[str, Any]:

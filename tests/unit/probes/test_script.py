@@ -324,3 +324,141 @@ def test_tree_probes_walk_the_roots_that_exist_and_say_when_none_does(shell: lis
     _, parsed = _run(shell, "tmp_files", "app_files", env=env)
     assert parsed["tmp_files"]["unavailable"].startswith("none of ")
     assert str(app / "site" / "index.html") in parsed["app_files"]["entries"]
+
+
+def _logging_tool(bindir: Path, name: str, log: Path, body: str | None = None) -> None:
+    """A tool on PATH that notes each run in `log`, then runs the real one (or `body`)."""
+    real = shutil.which(name, path=SYSTEM_PATH)
+    tail = body if body is not None else f'exec {real} "$@"'
+    _tool(bindir, name, f"echo {name} >> {log}\n{tail}")
+
+
+@pytest.fixture()
+def tricky(tmp_path: Path) -> dict[str, Path]:
+    """Trees with every kind of entry the walks treat specially (no newline or tab names)."""
+    tmp, app, home = tmp_path / "tmp", tmp_path / "srv", tmp_path / "home"
+    for d in (tmp, app / "a" / "b" / "c" / "d" / "e" / "f" / "g", home / "u" / ".ssh", home / "u" / ".cache"):
+        d.mkdir(parents=True)
+    (tmp / 'quote " and \\ back').write_text("q")
+    (tmp / "caf\u00e9 \x01 ctl ??").write_text("u")
+    (tmp / "empty").write_text("")
+    (tmp / "null-link").symlink_to("/dev/null")
+    (tmp / "key.pem").write_text("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+    (tmp / "big.pem").write_bytes(b"-----BEGIN PRIVATE KEY-----\n" + b"A" * (1100 * 1024))
+    (tmp / "big.txt").write_bytes(b"-----BEGIN PRIVATE KEY-----\n" + b"A" * (70 * 1024))
+    (app / "a" / "b" / "c" / "d" / "e" / "f" / "g" / "deep.txt").write_text("deep")
+    for skipped in ("node_modules/pkg", "__pycache__", ".venv/lib", "site-packages/x"):
+        (app / skipped).mkdir(parents=True)
+        (app / skipped / "inner.txt").write_text("x")
+    (app / ".env").write_text("dot file, listed")
+    (app / "mid.json").write_text('{"k": "x-----BEGIN RSA PRIVATE KEY-----"}\n')
+    (home / "u" / ".ssh" / "id_rsa").write_text(
+        "-----BEGIN RSA PRIVATE KEY-----\nQUJD\n-----END RSA PRIVATE KEY-----\n"
+    )
+    (home / "u" / ".ssh" / "authorized_keys").write_text("ssh-ed25519 AAAA u@h\n")
+    (home / "u" / ".cache" / "id_rsa").write_text("-----BEGIN RSA PRIVATE KEY-----\n")
+    (home / "u" / "bin.dat").write_bytes(b"\x00\x01-----BEGIN EC PRIVATE KEY-----\n\x00")
+    return {"tmp": tmp, "app": app, "home": home}
+
+
+def _tree_env(tricky: dict[str, Path], bindir: Path) -> dict[str, str]:
+    return {
+        "TESTBED_PROBE_PATH": f"{bindir}:{SYSTEM_PATH}",
+        "TESTBED_PROBE_TMP_DIRS": str(tricky["tmp"]),
+        "TESTBED_PROBE_APP_DIRS": str(tricky["app"]),
+        "TESTBED_PROBE_SECRET_DIRS": f"{tricky['home']} {tricky['tmp']} {tricky['app']}",
+    }
+
+
+TREE_PROBES = ("tmp_files", "app_files", "secrets", "etc_files", "sudoers", "authorized_keys", "cron")
+
+
+def _without_meta(parsed: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in parsed.items() if k != "_meta"}
+
+
+@pytest.mark.parametrize("shell", _shells(), ids=" ".join)
+def test_the_one_walk_gives_what_the_portable_walks_give(
+    shell: list[str], tricky: dict[str, Path], tmp_path: Path
+) -> None:
+    find = shutil.which("find", path=SYSTEM_PATH)
+    if find is None or Path(find).is_symlink():
+        pytest.skip("needs GNU find (the one walk's tool)")
+    bindir, log = tmp_path / "bin", tmp_path / "stat.log"
+    bindir.mkdir()
+    _logging_tool(bindir, "stat", log)
+    env = _tree_env(tricky, bindir)
+    _, portable = _run(shell, *TREE_PROBES, env={**env, "TESTBED_PROBE_PORTABLE": "1"})
+    assert log.read_text().count("stat") >= 3  # the portable walks stat their entries
+    log.unlink()
+    fast_out, fast = _run(shell, *TREE_PROBES, env=env)
+    assert not log.exists(), "the one walk needs no stat process"
+    assert _without_meta(fast) == _without_meta(portable)
+    # and what it gives is right: the special cases, one by one
+    tmp, app, home = tricky["tmp"], tricky["app"], tricky["home"]
+    entries = fast["tmp_files"]["entries"]
+    assert entries[str(tmp / 'quote " and \\ back')]["size"] == 1
+    assert entries[str(tmp / "caf\u00e9 \x01 ctl ??")]["size"] == 1
+    assert entries[str(tmp / "null-link")]["target"] == "/dev/null"
+    assert entries[str(tmp / "empty")]["size"] == 0
+    listed = fast["app_files"]["entries"]
+    assert str(app / ".env") in listed and str(app / "node_modules") in listed
+    assert str(app / "a" / "b" / "c" / "d" / "e" / "f") in listed
+    hidden = ("a/b/c/d/e/f/g", "node_modules/pkg", "__pycache__", ".venv", "site-packages/x")
+    assert not any(str(app / h) in listed for h in hidden)
+    found = fast["secrets"]["files"]
+    expected = {
+        tmp / "key.pem",
+        tmp / "big.pem",
+        app / "mid.json",
+        home / "u" / ".ssh" / "id_rsa",
+        home / "u" / "bin.dat",
+    }
+    assert set(found) == {str(p) for p in expected}
+    assert "sha256" not in found[str(tmp / "big.pem")]  # over 1 MiB: listed, not hashed
+    assert found[str(tmp / "key.pem")]["headers"] == ["-----BEGIN CERTIFICATE-----"]
+    assert "QUJD" not in fast_out
+
+
+def test_a_name_with_a_newline_sends_every_tree_probe_the_portable_way(
+    tmp_path: Path, planted: dict[str, Path]
+) -> None:
+    bindir, log = tmp_path / "bin", tmp_path / "stat.log"
+    bindir.mkdir()
+    _logging_tool(bindir, "stat", log)
+    env = {"TESTBED_PROBE_PATH": f"{bindir}:{SYSTEM_PATH}", "TESTBED_PROBE_TMP_DIRS": str(planted["tmp"])}
+    _, parsed = _run(["sh"], "tmp_files", "etc_files", env=env)
+    assert parsed["tmp_files"]["entries"][str(planted["odd"])]["size"] == 5
+    assert "stat" in log.read_text()
+    assert "/etc/passwd" in parsed["etc_files"]["files"]
+
+
+def test_dpkg_answers_are_kept_while_its_database_is_unchanged(tmp_path: Path) -> None:
+    if not shutil.which("find", path=SYSTEM_PATH):
+        pytest.skip("needs find")
+    bindir, log, cache, db = tmp_path / "bin", tmp_path / "dpkg.log", tmp_path / "cache", tmp_path / "dpkg"
+    for d in (bindir, cache, db / "updates", db / "info"):
+        d.mkdir(parents=True)
+    (db / "status").write_text("Package: demo\n")
+    _logging_tool(bindir, "dpkg-query", log, 'printf "demo\\t1.0\\tamd64\\tii \\n"')
+    _logging_tool(bindir, "dpkg", log, "exit 0")
+    env = {"TESTBED_PROBE_PATH": f"{bindir}:{SYSTEM_PATH}", "TESTBED_PROBE_DPKG_DIR": str(db)}
+
+    def calls() -> list[str]:
+        return log.read_text().split() if log.exists() else []
+
+    _, first = _run(["sh"], "packages", "pkg_health", env={**env, "TESTBED_PROBE_CACHE": str(cache)})
+    assert sorted(calls()) == ["dpkg", "dpkg-query"]
+    _, second = _run(["sh"], "packages", "pkg_health", env={**env, "TESTBED_PROBE_CACHE": str(cache)})
+    assert sorted(calls()) == ["dpkg", "dpkg-query"], "unchanged database: nothing ran again"
+    assert second["packages"] == first["packages"] and second["pkg_health"] == first["pkg_health"]
+    assert [p["name"] for p in second["packages"]["packages"]] == ["demo"]
+    with (db / "status").open("a") as status:
+        status.write("Status: install ok installed\n")
+    _run(["sh"], "packages", "pkg_health", env={**env, "TESTBED_PROBE_CACHE": str(cache)})
+    assert sorted(calls()) == ["dpkg", "dpkg", "dpkg-query", "dpkg-query"], "a changed status file: asked again"
+    (db / "info" / "demo.list").write_text("/x\n")
+    _run(["sh"], "packages", "pkg_health", env={**env, "TESTBED_PROBE_CACHE": str(cache)})
+    assert len(calls()) == 6, "a file added to info/: asked again"
+    _run(["sh"], "packages", env=env)
+    assert len(calls()) == 7, "without a cache directory dpkg-query runs every time"
