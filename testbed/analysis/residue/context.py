@@ -64,6 +64,15 @@ class _Expect:
         """A package key (``name`` or ``name:arch``) names an expected package."""
         return key in self.packages or key.split(":", 1)[0] in self.packages
 
+    def program(self, program: str) -> bool:
+        """`program` (a process or socket owner's name) is the daemon of an expected unit:
+        the unit's stem, the stem with a suffix (`nginx.conf`...), or the stem with `.` for
+        `-` (`rpc.statd` of `rpc-statd.service`)."""
+        for name in (program, program.replace(".", "-")):
+            if name in self.stems or any(name.startswith(s + ".") for s in self.stems):
+                return True
+        return False
+
     def unit(self, unit: str) -> bool:
         """The unit (``x`` = ``x.service``) is expected."""
         return unit in self.units or unit_name(unit) in self.units

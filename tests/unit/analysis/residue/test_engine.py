@@ -811,3 +811,20 @@ def test_after_a_reboot_children_of_an_expected_port_server_are_not_residue(debi
     cmds = [agent(2, "systemctl restart postgresql")]
     res = find_residue({"pg1": {"after_setup": base, "after_agent": after, "after_reboot": reboot}}, cmds, expected)
     assert res.findings == [], [f.summary for f in res.findings]
+
+
+def test_a_socket_an_expected_units_daemon_draws_is_not_residue(debian: dict[str, Any]) -> None:
+    """rpc.statd (of rpc-statd.service) listens on a port drawn at each start: the task can
+    expect the unit, not the port. A socket of any other program still counts."""
+    base = copy.deepcopy(debian)
+    after = copy.deepcopy(debian)
+    add_socket(after, "udp", "127.0.0.1", 879, "rpc.statd", 1301)
+    add_process(after, 1301, "/sbin/rpc.statd", user="statd")
+    add_socket(after, "tcp", "0.0.0.0", 4444, "nc", 1302)
+    cmds = [agent(1, "mount -t nfs server:/srv/share /mnt/share"), agent(2, "nc -l -p 4444 &")]
+    expected = Expected(units=["rpc-statd.service"])
+    res = find_residue({"web": {"after_setup": base, "after_agent": after}}, cmds, expected)
+    reasons = {(e["probe"], e["key"]): e["reason"] for e in res.excluded}
+    assert reasons[("listening", "udp:127.0.0.1:879")] == "program of an expected unit"
+    assert [f.summary for f in res.findings if "4444" in f.summary], "another program's socket is still residue"
+    assert not [f for f in res.findings if "879" in f.summary]
