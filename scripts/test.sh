@@ -2,8 +2,10 @@
 # The test suite CI runs, from a fresh Debian 12 machine (root): set up the host, lint and
 # type-check, start a throwaway PostgreSQL, build (or reuse) the debian-12 image, run the
 # unit tests, then the VM tests inside a private network namespace (scripts/netns-run),
-# three at a time. VM tests marked `long` (the release matrix, routers and the other
-# images they need) are scripts/test-long.sh's: they would not fit CI's hour beside these.
+# three at a time, then `scripts/validate-tasks --ci` (the smoke set and the tasks changed
+# since tasks/VALIDATION.md's last run, each on its first release). VM tests marked `long`
+# (the release matrix, routers and the other images they need) are scripts/test-long.sh's:
+# they would not fit CI's hour beside these.
 #
 # Usage: scripts/test.sh [extra pytest args for both runs]
 set -euo pipefail
@@ -26,3 +28,5 @@ pytest -m "not vm" -q -p no:cacheprovider -n 2 "$@"
 mkdir -p artifacts
 TESTBED_NETNS_LOGS="$PWD/artifacts/qemu-logs" scripts/netns-run pytest -m "vm and not long" -q -p no:cacheprovider -n 3 --dist load \
   --durations=15 --junitxml=artifacts/vm-tests.xml "$@"
+# task validation: the smoke set and the tasks changed since tasks/VALIDATION.md's last run
+scripts/validate-tasks --ci --db "sqlite:///$PWD/artifacts/validate.db" --report artifacts/VALIDATION.md

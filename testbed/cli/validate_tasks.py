@@ -8,6 +8,11 @@ then reads both jobs' final runs from the database and merges their rows into th
 `--from-jobs ORACLE_JOB NOOP_JOB [TASK...]` only writes the report from two finished jobs
 (the named tasks' rows only, when tasks are named).
 
+`--ci` is CI's selection (scripts/test.sh): the smoke set (`CI_SMOKE`) plus the tasks whose
+files changed since the newest commit the report names (the last validation run), at most
+`CI_MAX_TOUCHED` of them (the most recently changed; the rest are named and left to a full
+run), each on its first release only, so that `.ci/run` stays inside its hour.
+
 Exit statuses: 0 every validated cell is ok; 1 some cell is not; 2 bad input (a task that
 does not load, an unknown job); 3 a launch failed (no job id, or launch exited 2/3/130).
 """
@@ -32,10 +37,60 @@ from testbed.db.read import open_read_only, resolve_job_id
 from testbed.errors import HarnessError, InputError
 from testbed.model.taskload import discover_tasks, load_task
 from testbed.runtime import image_catalog
-from testbed.scheduler.validation import collect, job_spec, merge_report
+from testbed.scheduler.validation import collect, job_spec, merge_report, parse_rows
 
 JOB_LINE = re.compile(r"^job ([0-9a-f]{32})\b", re.MULTILINE)
 AGENTS = ("oracle", "noop")
+CI_SMOKE = ("config-permissions",)
+"""Validated in every CI run: one node, a fast setup, a persistence check."""
+CI_MAX_TOUCHED = 2
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+
+def touched_tasks(root: Path, report: Path) -> list[str]:
+    """Task ids whose files changed since the newest commit `report` names (newest change
+    first); every task when the report names no commit of this history."""
+    named = (
+        {row.commit.removesuffix("+dirty") for row in parse_rows(report.read_text("utf-8"))}
+        if report.exists()
+        else set()
+    )
+    try:
+        history = _git(root, "rev-list", "--abbrev-commit", "--abbrev=7", "HEAD").split()
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    base = next((c for c in history if any(c.startswith(n) or n.startswith(c) for n in named if n)), None)
+    span = [f"{base}..HEAD"] if base else ["HEAD"]
+    names = _git(root, "log", "--name-only", "--format=", *span, "--", "tasks").split()
+    seen: list[str] = []
+    for name in names:
+        parts = Path(name).parts
+        is_task = len(parts) >= 3 and parts[0] == "tasks" and (root / "tasks" / parts[1] / "task.toml").is_file()
+        if is_task and parts[1] not in seen:
+            seen.append(parts[1])
+    return seen
+
+
+def build_first_images(ids: list[str], root: Path, out: Console) -> None:
+    """Build (or find cached) the first release of each task: launch uses cached images only."""
+    catalog = set(image_catalog())
+    names = sorted({load_task(root / "tasks" / i, images=catalog, root=root).definition.images[0] for i in ids})
+    for name in names:
+        out.print(f"$ testbed image build {name}")
+        status = subprocess.run([sys.executable, "-m", "testbed.cli", "image", "build", name], check=False).returncode
+        if status != 0:
+            raise HarnessError(f"testbed image build {name} exited {status}")
+
+
+def ci_selection(root: Path, report: Path, out: Console) -> list[str]:
+    """CI's tasks: the smoke set and at most `CI_MAX_TOUCHED` touched tasks."""
+    touched = [t for t in touched_tasks(root, report) if t not in CI_SMOKE]
+    if len(touched) > CI_MAX_TOUCHED:
+        out.print(f"left to a full validation run: {', '.join(touched[CI_MAX_TOUCHED:])}")
+    return [*CI_SMOKE, *touched[:CI_MAX_TOUCHED]]
 
 
 def task_ids(names: list[str], root: Path) -> list[str]:
@@ -113,6 +168,13 @@ def validate(
     from_jobs: Annotated[
         tuple[str, str] | None, typer.Option("--from-jobs", help="only write the report: ORACLE_JOB NOOP_JOB")
     ] = None,
+    ci: Annotated[
+        bool, typer.Option("--ci", help="the smoke set and the tasks changed since the report's last run")
+    ] = False,
+    base_report: Annotated[
+        Path | None,
+        typer.Option(help="with --ci: the report whose commits say what changed (default: tasks/VALIDATION.md)"),
+    ] = None,
 ) -> None:
     """Validate tasks: oracle passes without residue and noop fails, on every declared release."""
     root = project_root()
@@ -121,14 +183,19 @@ def validate(
     if from_jobs is not None:
         only = set(task_ids(list(tasks), root)) if tasks else None
         raise typer.Exit(0 if write_report(url, from_jobs, target, commit_of(root), only) else 1)
-    ids = task_ids(list(tasks or []), root)
     out = Console(highlight=False)
+    if ci and tasks:
+        raise InputError(None, "TASK", "--ci chooses the tasks itself: name none")
+    selected = ci_selection(root, base_report or root / "tasks" / "VALIDATION.md", out) if ci else list(tasks or [])
+    ids = task_ids(selected, root)
+    if ci:
+        build_first_images(ids, root, out)
     out.print(f"validating {len(ids)} task(s): {', '.join(ids)}")
     jobs = []
     with tempfile.TemporaryDirectory(prefix="testbed-validate-") as scratch:
         for agent in AGENTS:
             job_file = Path(scratch) / f"validate-{agent}.yaml"
-            spec = job_spec(ids, agent, vm_slots=vm_slots, warm=not cold)
+            spec = job_spec(ids, agent, vm_slots=vm_slots, warm=not cold, images="default" if ci else "all")
             job_file.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
             jobs.append(launch(job_file, url, root, netns=netns, out=out))
     raise typer.Exit(0 if write_report(url, (jobs[0], jobs[1]), target, commit_of(root)) else 1)

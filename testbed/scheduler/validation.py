@@ -63,12 +63,15 @@ class Row:
                 self.verdict, self.commit, self.date, self.notes]  # fmt: skip
 
 
-def job_spec(tasks: list[str], agent: str, *, vm_slots: int | None = None, warm: bool = True) -> dict[str, Any]:
-    """The job file (as data) that runs `agent` over `tasks` on every declared release."""
+def job_spec(
+    tasks: list[str], agent: str, *, vm_slots: int | None = None, warm: bool = True, images: str = "all"
+) -> dict[str, Any]:
+    """The job file (as data) that runs `agent` over `tasks` on every declared release
+    (`images="default"`: on each task's first release only)."""
     spec: dict[str, Any] = {
         "name": f"validate-{agent}",
         "tasks": list(tasks),
-        "images": "all",
+        "images": images,
         "agent": agent,
         "attempts": 1,
         "seeds": [0],

@@ -1,0 +1,70 @@
+"""`scripts/validate-tasks --ci`: which tasks CI validates, from a real git history — the
+smoke set, and the tasks changed since the newest commit the report names."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from rich.console import Console
+
+from testbed.cli import validate_tasks
+from testbed.cli.validate_tasks import CI_SMOKE, ci_selection, touched_tasks
+from testbed.scheduler.validation import Row, job_spec, render_report
+
+
+def _git(repo: Path, *args: str) -> str:
+    env_args = ["-c", "user.email=t@example.invalid", "-c", "user.name=t", "-c", "commit.gpgsign=false"]
+    return subprocess.run(["git", "-C", str(repo), *env_args, *args], capture_output=True, text=True, check=True).stdout
+
+
+def _task(repo: Path, name: str, text: str = "x") -> None:
+    (repo / "tasks" / name).mkdir(parents=True, exist_ok=True)
+    (repo / "tasks" / name / "task.toml").write_text(f"# {text}\n")
+
+
+def _commit(repo: Path, message: str) -> str:
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "--short=7", "HEAD").strip()
+
+
+def _report(repo: Path, commit: str) -> Path:
+    row = Row("alpha", "debian-12", "passed", "1m", "no", "failed", "1m", "ok", commit + "+dirty", "2026-12-02", "")
+    path = repo / "tasks" / "VALIDATION.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report([row]))
+    return path
+
+
+def test_ci_validates_the_smoke_set_and_what_changed_since_the_last_run(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    for name in ("alpha", "beta", "gamma", "delta", *CI_SMOKE):
+        _task(repo, name)
+    validated = _commit(repo, "tasks")
+    report = _report(repo, validated)
+    _commit(repo, "the report")
+    assert touched_tasks(repo, report) == []
+    _task(repo, "beta", "changed")
+    (repo / "README.md").write_text("not a task\n")
+    _commit(repo, "beta")
+    _task(repo, "gamma", "changed")
+    _task(repo, CI_SMOKE[0], "changed")
+    _commit(repo, "gamma")
+    assert touched_tasks(repo, report) == [*sorted(["gamma", CI_SMOKE[0]]), "beta"]  # newest commit first
+    assert ci_selection(repo, report, Console()) == [*CI_SMOKE, "gamma", "beta"]
+    _task(repo, "delta", "changed")
+    _commit(repo, "delta")
+    out = Console(record=True, width=200)
+    assert ci_selection(repo, report, out) == [*CI_SMOKE, "delta", "gamma"]
+    assert "left to a full validation run: beta" in out.export_text()
+    # a report naming no commit of this history: everything counts as changed
+    assert set(touched_tasks(repo, _report(tmp_path, "0000000"))) == {"alpha", "beta", "gamma", "delta", *CI_SMOKE}
+
+
+def test_ci_job_files_run_each_task_on_its_first_release() -> None:
+    assert job_spec(["a"], "oracle", images="default")["images"] == "default"
+    assert job_spec(["a"], "oracle")["images"] == "all"
+    assert validate_tasks.CI_MAX_TOUCHED >= 1
