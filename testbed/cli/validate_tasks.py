@@ -10,8 +10,9 @@ then reads both jobs' final runs from the database and merges their rows into th
 
 `--ci` is CI's selection (scripts/test.sh): the smoke set (`CI_SMOKE`) plus the tasks whose
 files changed since the newest commit the report names (the last validation run), at most
-`CI_MAX_TOUCHED` of them (the most recently changed; the rest are named and left to a full
-run), each on its first release only, so that `.ci/run` stays inside its hour.
+`CI_MAX_TOUCHED` of them (the most recently changed) and none whose last validation took
+over `CI_SLOW_S` (the rest are named and left to a full run), each on its first release
+only, so that `.ci/run` stays inside its hour.
 
 Exit statuses: 0 every validated cell is ok; 1 some cell is not; 2 bad input (a task that
 does not load, an unknown job); 3 a launch failed (no job id, or launch exited 2/3/130).
@@ -37,13 +38,16 @@ from testbed.db.read import open_read_only, resolve_job_id
 from testbed.errors import HarnessError, InputError
 from testbed.model.taskload import discover_tasks, load_task
 from testbed.runtime import image_catalog
-from testbed.scheduler.validation import collect, job_spec, merge_report, parse_rows
+from testbed.scheduler.validation import collect, job_spec, merge_report, parse_rows, seconds
 
 JOB_LINE = re.compile(r"^job ([0-9a-f]{32})\b", re.MULTILINE)
 AGENTS = ("oracle", "noop")
 CI_SMOKE = ("config-permissions",)
 """Validated in every CI run: one node, a fast setup, a persistence check."""
 CI_MAX_TOUCHED = 2
+CI_SLOW_S = 15 * 60
+"""A touched task whose last validation took longer than this (oracle + noop, any release)
+is left to a full run: CI has one hour in all."""
 
 
 def _git(root: Path, *args: str) -> str:
@@ -86,11 +90,19 @@ def build_first_images(ids: list[str], root: Path, out: Console) -> None:
 
 
 def ci_selection(root: Path, report: Path, out: Console) -> list[str]:
-    """CI's tasks: the smoke set and at most `CI_MAX_TOUCHED` touched tasks."""
+    """CI's tasks: the smoke set and at most `CI_MAX_TOUCHED` touched tasks, none of them
+    known to be slow (`CI_SLOW_S`)."""
+    rows = parse_rows(report.read_text("utf-8")) if report.exists() else []
+    took: dict[str, float] = {}
+    for row in rows:
+        total = sum(s for s in (seconds(row.oracle_time), seconds(row.noop_time)) if s is not None)
+        took[row.task] = max(took.get(row.task, 0.0), total)
     touched = [t for t in touched_tasks(root, report) if t not in CI_SMOKE]
-    if len(touched) > CI_MAX_TOUCHED:
-        out.print(f"left to a full validation run: {', '.join(touched[CI_MAX_TOUCHED:])}")
-    return [*CI_SMOKE, *touched[:CI_MAX_TOUCHED]]
+    chosen = [t for t in touched if took.get(t, 0.0) <= CI_SLOW_S][:CI_MAX_TOUCHED]
+    left = [t for t in touched if t not in chosen]
+    if left:
+        out.print(f"left to a full validation run: {', '.join(left)}")
+    return [*CI_SMOKE, *chosen]
 
 
 def task_ids(names: list[str], root: Path) -> list[str]:

@@ -19,6 +19,7 @@ anything else is `PROBLEM` with the reasons in its notes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,6 +91,14 @@ def duration(seconds: float | None) -> str:
         return ""
     minutes, secs = divmod(round(seconds), 60)
     return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
+
+
+def seconds(text: str) -> float | None:
+    """The inverse of `duration` ("7m 13s", "45s"); None for an empty or unknown cell."""
+    m = re.fullmatch(r"\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*", text)
+    if not text.strip() or m is None:
+        return None
+    return int(m.group(1) or 0) * 60 + int(m.group(2) or 0)
 
 
 def _clean(text: str) -> str:

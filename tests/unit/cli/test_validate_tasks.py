@@ -10,7 +10,7 @@ from rich.console import Console
 
 from testbed.cli import validate_tasks
 from testbed.cli.validate_tasks import CI_SMOKE, ci_selection, touched_tasks
-from testbed.scheduler.validation import Row, job_spec, render_report
+from testbed.scheduler.validation import Row, job_spec, render_report, seconds
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -31,9 +31,10 @@ def _commit(repo: Path, message: str) -> str:
 
 def _report(repo: Path, commit: str) -> Path:
     row = Row("alpha", "debian-12", "passed", "1m", "no", "failed", "1m", "ok", commit + "+dirty", "2026-12-02", "")
+    slow = Row("epsilon", "debian-12", "passed", "17m 58s", "no", "failed", "16m 59s", "ok", commit, "2026-12-02", "")
     path = repo / "tasks" / "VALIDATION.md"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report([row]))
+    path.write_text(render_report([row, slow]))
     return path
 
 
@@ -41,7 +42,7 @@ def test_ci_validates_the_smoke_set_and_what_changed_since_the_last_run(tmp_path
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q")
-    for name in ("alpha", "beta", "gamma", "delta", *CI_SMOKE):
+    for name in ("alpha", "beta", "gamma", "delta", "epsilon", *CI_SMOKE):
         _task(repo, name)
     validated = _commit(repo, "tasks")
     report = _report(repo, validated)
@@ -57,14 +58,18 @@ def test_ci_validates_the_smoke_set_and_what_changed_since_the_last_run(tmp_path
     assert ci_selection(repo, report, Console()) == [*CI_SMOKE, "gamma", "beta"]
     _task(repo, "delta", "changed")
     _commit(repo, "delta")
+    _task(repo, "epsilon", "changed")
+    _commit(repo, "epsilon")
     out = Console(record=True, width=200)
-    assert ci_selection(repo, report, out) == [*CI_SMOKE, "delta", "gamma"]
-    assert "left to a full validation run: beta" in out.export_text()
+    assert ci_selection(repo, report, out) == [*CI_SMOKE, "delta", "gamma"]  # epsilon took 35 min last time
+    assert "left to a full validation run: epsilon, beta" in out.export_text()
     # a report naming no commit of this history: everything counts as changed
-    assert set(touched_tasks(repo, _report(tmp_path, "0000000"))) == {"alpha", "beta", "gamma", "delta", *CI_SMOKE}
+    every = {"alpha", "beta", "gamma", "delta", "epsilon", *CI_SMOKE}
+    assert set(touched_tasks(repo, _report(tmp_path, "0000000"))) == every
 
 
 def test_ci_job_files_run_each_task_on_its_first_release() -> None:
+    assert seconds("17m 58s") == 17 * 60 + 58 and seconds("45s") == 45 and seconds("") is None
     assert job_spec(["a"], "oracle", images="default")["images"] == "default"
     assert job_spec(["a"], "oracle")["images"] == "all"
     assert validate_tasks.CI_MAX_TOUCHED >= 1
