@@ -258,7 +258,10 @@ function gline(l,   rest, j, k, p, m) {
 function wload(wf, hf, ef, rc,   x, a, p, t) {
     wrc = rc + 0
     while ((getline x < wf) > 0) {
+        # bounded like the portable walks (head -n): the sets listed last (tmp) lose first
         if (split(x, a, "\t") != 11) continue
+        if (nw >= 60000) { wcut = a[1]; break }
+        wseen[a[1]] = 1
         p = a[11]; t = a[8]; sub(/\..*/, "", t)
         nw++
         wH[nw] = a[1]; wd[nw] = a[2] + 0; wy[nw] = a[3]; wsz[nw] = a[7] + 0; wp[nw] = p; wl[nw] = a[10]
@@ -274,6 +277,12 @@ function wload(wf, hf, ef, rc,   x, a, p, t) {
     close(hf)
     while ((getline x < ef) > 0) werr[++nwerr] = x
     close(ef)
+}
+function wsetcut(S,   r, nr, k) {
+    if (wcut == "") return 0
+    nr = split(rl[S], r, " ")
+    for (k = 1; k <= nr; k++) if (r[k] == wcut || !(r[k] in wseen)) return 1
+    return 0
 }
 function rel(i) {
     return (wd[i] == 0) ? "" : substr(wp[i], length(wH[i]) + 2)
@@ -391,6 +400,7 @@ function ctl(s,   a, verb, rc, ef, x, i, k) {
         if (mode == "g") sysflush()
         rc = a[3]
         if (wuse != "") {
+            if (wsetcut(wuse)) more = 1
             if (wrc >= 124) { errs[++nerr] = "the walk did not finish (exit status " wrc ")"; if (rc == "0") rc = wrc }
             for (i = 1; i <= nwerr; i++) if (wfail(werr[i], wuse)) { errs[++nerr] = werr[i]; if (rc == "0") rc = 1 }
         }

@@ -462,3 +462,19 @@ def test_dpkg_answers_are_kept_while_its_database_is_unchanged(tmp_path: Path) -
     assert len(calls()) == 6, "a file added to info/: asked again"
     _run(["sh"], "packages", env=env)
     assert len(calls()) == 7, "without a cache directory dpkg-query runs every time"
+
+
+def test_the_walk_is_bounded_and_says_which_sets_it_cut(tmp_path: Path) -> None:
+    """Past 60,000 entries the filter stops loading the walk, as the portable walks stop at
+    their `head -n`: the tmp roots (walked last) are marked truncated, /etc is not."""
+    find = shutil.which("find", path=SYSTEM_PATH)
+    if find is None or Path(find).is_symlink():
+        pytest.skip("needs GNU find (the one walk's tool)")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    for i in range(60_050):
+        (tmp / f"f{i}").touch()
+    _, parsed = _run(["sh"], "tmp_files", "etc_files", env={"TESTBED_PROBE_TMP_DIRS": str(tmp)})
+    assert len(parsed["tmp_files"]["entries"]) == 5000
+    assert parsed["tmp_files"]["truncated"]["entries"]["more"] == 1
+    assert "truncated" not in parsed["etc_files"] and "/etc/passwd" in parsed["etc_files"]["files"]
