@@ -146,3 +146,16 @@ def test_accel_probe_finds_qemu_under_either_name(tmp_path: Path, monkeypatch: p
     assert accel.qemu_binary() == str(qemu_kvm)
     qemu_kvm.chmod(0o644)
     assert accel.qemu_binary() is None
+
+
+def test_the_seed_is_a_virtio_disk_under_uefi_and_an_ide_cdrom_under_bios() -> None:
+    """Under OVMF the guest kernel saw no drive behind the IDE controller, so cloud-init
+    found no NoCloud seed (DataSourceNone, host keys of its own): UEFI guests get the seed
+    as a read-only virtio disk; BIOS guests keep the IDE cdrom they boot with."""
+    uefi = ET.fromstring(render_domain(domain_spec(kernel=None, firmware="uefi", seed_iso="/x/seed.iso")))
+    (seed,) = [d for d in uefi.findall("devices/disk") if d.find("source").get("file") == "/x/seed.iso"]
+    assert seed.get("device") == "disk" and seed.find("target").get("bus") == "virtio"
+    assert seed.find("readonly") is not None and seed.find("boot") is None
+    bios = ET.fromstring(render_domain(domain_spec(kernel=None, seed_iso="/x/seed.iso")))
+    cdrom = bios.find("devices/disk[@device='cdrom']")
+    assert cdrom.find("target").get("bus") == "ide" and cdrom.find("source").get("file") == "/x/seed.iso"
