@@ -35,9 +35,8 @@ INSTALL = "DEBIAN_FRONTEND=noninteractive apt-get install -y -q haproxy >/dev/nu
 def topology_for(image: str):  # type: ignore[no-untyped-def]
     from testbed.model.topology import load_topology
 
-    topo = load_topology(ROOT / "topologies" / "single.yaml")
-    nodes = [n.model_copy(update={"image": image}) for n in topo.nodes]
-    return topo.model_copy(update={"nodes": nodes, "name": f"single-{image}"})
+    topo = load_topology(ROOT / "topologies" / "single.yaml", default_image=image)
+    return topo.model_copy(update={"name": f"single-{image}"})
 
 
 def lab_of(rt, image: str):  # type: ignore[no-untyped-def]
