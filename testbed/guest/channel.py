@@ -170,7 +170,7 @@ def session_members_command(sid: int) -> str:
     """POSIX sh that lists the processes of session `sid` as `PID ARGS` lines: through
     procps' `ps` where it works, else by reading /proc directly (busybox guests)."""
     return (
-        "out=$(ps -e -o pid=,sid=,args= 2>/dev/null) && "
+        'out=$(ps -e -o pid=,sid=,args= 2>/dev/null) && '
         f"{{ printf '%s\\n' \"$out\" | awk '$2 == {sid} {{ $2 = \"\"; print }}'; exit 0; }}; "
         "for p in /proc/[0-9]*; do "
         'read -r l < "$p/stat" 2>/dev/null || continue; r=${l##*) }; set -- $r; '

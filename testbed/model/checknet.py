@@ -106,7 +106,7 @@ def http(p: HttpCheck, _target: Target) -> str:
         '    if [ "$tb_ok" = no ]; then rm -rf "$tb_dir"; tb_msg="$tb_url answered ${tb_code:-nothing} '
         '${tb_err:+($tb_err) }(expected $tb_codes)"; return 1; fi',
     ]
-    header_test = 'tr -d \'\\r\' < "$tb_dir/head" | grep -E -i -q -e "$tb_header"'
+    header_test = "tr -d '\\r' < \"$tb_dir/head\" | grep -E -i -q -e \"$tb_header\""
     matches = (
         ("header", p.header, header_test, "no header line matches"),
         ("body", p.body, 'grep -E -q -e "$tb_body" "$tb_dir/body"', "the body does not match"),

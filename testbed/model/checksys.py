@@ -179,7 +179,7 @@ def _entry(database: str) -> list[str]:
         "    if tb_have getent; then",
         f'        tb_ent=$(getent {database} "$TB_NAME" 2>/dev/null)',
         "    else",
-        f'        tb_ent=$(awk -F: \'$1 == ENVIRON["TB_NAME"] {{ print; exit }}\' "$tb_root/etc/{database}")',
+        f"        tb_ent=$(awk -F: '$1 == ENVIRON[\"TB_NAME\"] {{ print; exit }}' \"$tb_root/etc/{database}\")",
         "    fi",
     ]
 

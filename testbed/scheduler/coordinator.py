@@ -317,15 +317,7 @@ class Coordinator:
         except TestbedError:
             timeout = 0.0
         claimed = ClaimedRun(
-            run.run_id,
-            self.job_id,
-            run.task_id,
-            run.image,
-            run.agent,
-            run.attempt,
-            run.retry,
-            demand,
-            timeout,
+            run.run_id, self.job_id, run.task_id, run.image, run.agent, run.attempt, run.retry, demand, timeout,
             run.seed,
         )
         if demand.nodes == 0:

@@ -230,32 +230,15 @@ class SqlRunStore:
                         run.lease_expires_at = None
                         report.returned.append(run.id)
                 else:
-                    finish_row(
-                        session,
-                        run,
-                        "error",
-                        f"{LOST}: {run.lease_owner or 'no owner'} stopped "
-                        f"renewing its lease while the run was in state '{run.state}'",
-                        now,
-                    )
+                    finish_row(session, run, "error", f"{LOST}: {run.lease_owner or 'no owner'} stopped "
+                                f"renewing its lease while the run was in state '{run.state}'", now)
                     report.lost.append(run.id)
             session.flush()
             rows = [
                 CellRow(r[0], r[1], r[2] or "", r[3], r[4], r[5], r[6], r[7], r[8], r[9], seed_of(r[10]))
                 for r in session.execute(
-                    select(
-                        Run.id,
-                        Run.task_id,
-                        Run.image,
-                        Run.agent,
-                        Run.attempt,
-                        Run.retry,
-                        Run.state,
-                        Run.outcome,
-                        Run.created_at,
-                        Run.retry_of,
-                        Run.config,
-                    ).where(Run.job_id == job_id)
+                    select(Run.id, Run.task_id, Run.image, Run.agent, Run.attempt, Run.retry, Run.state,
+                           Run.outcome, Run.created_at, Run.retry_of, Run.config).where(Run.job_id == job_id)
                 )
             ]
             for latest in cells_needing_follow_up(rows):
@@ -328,11 +311,9 @@ class SqlRunStore:
         now = self.clock()
         with self._tx() as session, session.begin():
             cancelled = session.scalar(select(Job.cancelled_at).where(Job.id == job_id)) is not None
-            ours = (
-                set(session.scalars(select(Run.id).where(Run.id.in_(list(run_ids)), Run.lease_owner == owner)))
-                if run_ids
-                else set()
-            )
+            ours = set(
+                session.scalars(select(Run.id).where(Run.id.in_(list(run_ids)), Run.lease_owner == owner))
+            ) if run_ids else set()
             if ours:
                 session.execute(
                     update(Run)

@@ -44,14 +44,7 @@ class MemRun:
 
     def pending_view(self) -> PendingRun:
         return PendingRun(
-            self.id,
-            self.task_id,
-            self.image,
-            self.agent,
-            self.attempt,
-            self.retry,
-            self.not_before,
-            self.seq,
+            self.id, self.task_id, self.image, self.agent, self.attempt, self.retry, self.not_before, self.seq,
             self.seed,
         )
 
@@ -148,14 +141,7 @@ class MemoryRunStore:
         retry, delay = decision
         nb = self.clock() + timedelta(seconds=delay) if delay > 0 else None
         return self._add(
-            job,
-            run.task_id,
-            run.image,
-            run.agent,
-            run.attempt,
-            retry=retry,
-            retry_of=run.id,
-            not_before=nb,
+            job, run.task_id, run.image, run.agent, run.attempt, retry=retry, retry_of=run.id, not_before=nb,
             seed=run.seed,
         ).pending_view()
 
@@ -181,16 +167,7 @@ class MemoryRunStore:
                 report.lost.append(run.id)
         rows = [
             CellRow(
-                r.id,
-                r.task_id,
-                r.image,
-                r.agent,
-                r.attempt,
-                r.retry,
-                r.state,
-                r.outcome,
-                r.created_at,
-                r.retry_of,
+                r.id, r.task_id, r.image, r.agent, r.attempt, r.retry, r.state, r.outcome, r.created_at, r.retry_of,
                 r.seed,
             )
             for r in job.runs.values()

@@ -186,11 +186,9 @@ def final_runs(session: Session, job_id: str) -> list[FinalRun]:
     runs = list(session.scalars(select(Run).where(Run.job_id == job_id, Run.id.not_in(replaced)).order_by(*order)))
     summaries: dict[str, list[str]] = {r.id: [] for r in runs}
     if runs:
-        stmt = (
-            select(Finding.run_id, Finding.node, Finding.category, Finding.summary)
-            .where(Finding.run_id.in_(list(summaries)), Finding.kind == FindingKind.RESIDUE)
-            .order_by(Finding.id)
-        )
+        stmt = select(Finding.run_id, Finding.node, Finding.category, Finding.summary).where(
+            Finding.run_id.in_(list(summaries)), Finding.kind == FindingKind.RESIDUE
+        ).order_by(Finding.id)
         for run_id, node, category, summary in session.execute(stmt):
             summaries[run_id].append(f"{node}: {category}: {summary}" if node else f"{category}: {summary}")
     return [

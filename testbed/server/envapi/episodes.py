@@ -361,3 +361,4 @@ class EpisodeManager:
             await asyncio.to_thread(work)
         except (LookupError, ValueError) as exc:
             log.warning("episode %s: could not store episode data: %s", episode.id, exc)
+
