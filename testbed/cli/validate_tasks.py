@@ -38,7 +38,7 @@ from testbed.db.read import open_read_only, resolve_job_id
 from testbed.errors import HarnessError, InputError
 from testbed.model.taskload import discover_tasks, load_task
 from testbed.runtime import image_catalog
-from testbed.scheduler.validation import collect, job_spec, merge_report, parse_rows, seconds
+from testbed.scheduler.validation import Row, collect, job_spec, merge_report, parse_rows, seconds
 
 JOB_LINE = re.compile(r"^job ([0-9a-f]{32})\b", re.MULTILINE)
 AGENTS = ("oracle", "noop")
@@ -54,21 +54,22 @@ def _git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
 
 
-def touched_tasks(root: Path, report: Path) -> list[str]:
-    """Task ids whose files changed since the newest commit `report` names (newest change
-    first); every task when the report names no commit of this history."""
-    named = (
-        {row.commit.removesuffix("+dirty") for row in parse_rows(report.read_text("utf-8"))}
-        if report.exists()
-        else set()
-    )
+def report_rows(report: Path) -> list[Row]:
+    """The rows of a validation report (none when it does not exist)."""
+    return parse_rows(report.read_text("utf-8")) if report.exists() else []
+
+
+def touched_tasks(root: Path, rows: list[Row]) -> list[str]:
+    """Task ids whose files changed since the newest commit the report's `rows` name
+    (newest change first); every task when they name no commit of this history."""
+    named = {row.commit.removesuffix("+dirty") for row in rows}
     try:
         history = _git(root, "rev-list", "--abbrev-commit", "--abbrev=7", "HEAD").split()
+        base = next((c for c in history if any(c.startswith(n) or n.startswith(c) for n in named if n)), None)
+        span = [f"{base}..HEAD"] if base else ["HEAD"]
+        names = _git(root, "log", "--name-only", "--format=", *span, "--", "tasks").split()
     except (OSError, subprocess.CalledProcessError):
         return []
-    base = next((c for c in history if any(c.startswith(n) or n.startswith(c) for n in named if n)), None)
-    span = [f"{base}..HEAD"] if base else ["HEAD"]
-    names = _git(root, "log", "--name-only", "--format=", *span, "--", "tasks").split()
     seen: list[str] = []
     for name in names:
         parts = Path(name).parts
@@ -92,12 +93,12 @@ def build_first_images(ids: list[str], root: Path, out: Console) -> None:
 def ci_selection(root: Path, report: Path, out: Console) -> list[str]:
     """CI's tasks: the smoke set and at most `CI_MAX_TOUCHED` touched tasks, none of them
     known to be slow (`CI_SLOW_S`)."""
-    rows = parse_rows(report.read_text("utf-8")) if report.exists() else []
+    rows = report_rows(report)
     took: dict[str, float] = {}
     for row in rows:
         total = sum(s for s in (seconds(row.oracle_time), seconds(row.noop_time)) if s is not None)
         took[row.task] = max(took.get(row.task, 0.0), total)
-    touched = [t for t in touched_tasks(root, report) if t not in CI_SMOKE]
+    touched = [t for t in touched_tasks(root, rows) if t not in CI_SMOKE]
     chosen = [t for t in touched if took.get(t, 0.0) <= CI_SLOW_S][:CI_MAX_TOUCHED]
     left = [t for t in touched if t not in chosen]
     if left:
@@ -123,10 +124,8 @@ def _task_dir(name: str, root: Path) -> Path:
 def commit_of(root: Path) -> str:
     """The checkout's short commit, `+dirty` when tasks/ or testbed/ has changes."""
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()  # fmt: skip
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "tasks", "testbed"],
-                               capture_output=True, text=True, check=True).stdout  # fmt: skip
+        head = _git(root, "rev-parse", "--short", "HEAD").strip()
+        dirty = _git(root, "status", "--porcelain", "--", "tasks", "testbed")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     changed = [line for line in dirty.splitlines() if not line.endswith("VALIDATION.md")]

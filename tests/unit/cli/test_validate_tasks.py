@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from testbed.cli import validate_tasks
-from testbed.cli.validate_tasks import CI_SMOKE, ci_selection, touched_tasks
+from testbed.cli.validate_tasks import CI_SMOKE, ci_selection, report_rows, touched_tasks
 from testbed.scheduler.validation import Row, job_spec, render_report, seconds
 
 
@@ -47,14 +47,14 @@ def test_ci_validates_the_smoke_set_and_what_changed_since_the_last_run(tmp_path
     validated = _commit(repo, "tasks")
     report = _report(repo, validated)
     _commit(repo, "the report")
-    assert touched_tasks(repo, report) == []
+    assert touched_tasks(repo, report_rows(report)) == []
     _task(repo, "beta", "changed")
     (repo / "README.md").write_text("not a task\n")
     _commit(repo, "beta")
     _task(repo, "gamma", "changed")
     _task(repo, CI_SMOKE[0], "changed")
     _commit(repo, "gamma")
-    assert touched_tasks(repo, report) == [*sorted(["gamma", CI_SMOKE[0]]), "beta"]  # newest commit first
+    assert touched_tasks(repo, report_rows(report)) == [*sorted(["gamma", CI_SMOKE[0]]), "beta"]  # newest commit first
     assert ci_selection(repo, report, Console()) == [*CI_SMOKE, "gamma", "beta"]
     _task(repo, "delta", "changed")
     _commit(repo, "delta")
@@ -65,7 +65,7 @@ def test_ci_validates_the_smoke_set_and_what_changed_since_the_last_run(tmp_path
     assert "left to a full validation run: epsilon, beta" in out.export_text()
     # a report naming no commit of this history: everything counts as changed
     every = {"alpha", "beta", "gamma", "delta", "epsilon", *CI_SMOKE}
-    assert set(touched_tasks(repo, _report(tmp_path, "0000000"))) == every
+    assert set(touched_tasks(repo, report_rows(_report(tmp_path, "0000000")))) == every
 
 
 def test_ci_job_files_run_each_task_on_its_first_release() -> None:
