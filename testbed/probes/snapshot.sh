@@ -50,6 +50,7 @@
 #   r                                replay the lines an X part kept back (through put only)
 #   e NAME RC [ERRFILE]              part end; the first lines of ERRFILE are its stderr
 #   R SET ROOT, w WALK HASH ERR RC   the one walk's roots per set and its result files
+#   N names|prune|deps WORD...       secret name globs, dirs secrets skip, app's dep trees
 #   W SET, H SET, G SET              a set's stat lines, hashes, PEM headers (from the walk)
 #   F FILE, h FILE, Z DIR            one file's stat line or hash; unit-file states under DIR
 
@@ -89,8 +90,8 @@ TB_STATFMT="%F${TB_TAB}%a${TB_TAB}%u${TB_TAB}%u${TB_TAB}%g${TB_TAB}%g${TB_TAB}%s
 # Roots listed by `tmp_files` and searched by `secrets` (overridable for tests; no blanks).
 TB_TMP_ROOTS=${TESTBED_PROBE_TMP_DIRS:-/tmp /var/tmp /dev/shm}
 TB_SECRET_ROOTS=${TESTBED_PROBE_SECRET_DIRS:-/root /home /tmp /var/tmp /opt /srv /var/www /mnt}
-# What `secrets` looks for by name (find -name globs; the filter's sname() is the same list
-# as a regex) and the directories it does not enter.
+# What `secrets` looks for by name (find -name globs) and the directories it does not enter;
+# the one walk sends both to the filter (verb N), which matches them itself.
 TB_SECRET_NAMES="*.pem *.key id_rsa id_dsa id_ecdsa id_ed25519 id_ecdsa_sk id_ed25519_sk *.p12 *.pfx *.jks \
 *.keystore *.kdbx *.ppk *.crt *.cer *.der *.gpg .htpasswd .pgpass .netrc .git-credentials credentials* \
 *.vault_pass .my.cnf"
@@ -99,6 +100,8 @@ TB_SECRET_PRUNE=".cache node_modules .git site-packages dist-packages .npm .carg
 # the cap cuts the big ones) and the harness's own tree it leaves out (overridable for tests).
 TB_APP_ROOTS=${TESTBED_PROBE_APP_DIRS:-/srv /var/www /opt /root /home /usr/local}
 TB_APP_SKIP=${TESTBED_PROBE_APP_SKIP:-/opt/testbed}
+# Dependency trees `app_files` lists but does not enter.
+TB_APP_DEPS="node_modules site-packages dist-packages"
 # The directory whose presence means "systemd is PID 1" (overridable for tests).
 TB_SYSTEMD_RUN=${TESTBED_PROBE_SYSTEMD_RUN:-/run/systemd/system}
 
@@ -294,13 +297,19 @@ function inapp(i,   c, nc, k, sk) {
     nc = (wd[i] == 0) ? 0 : split(rel(i), c, "/")
     for (k = 1; k <= nc; k++) {
         if (c[k] == "__pycache__") return 0
-        if (k < nc && (c[k] ~ /^\../ || c[k] == "node_modules" || c[k] == "site-packages" || c[k] == "dist-packages")) return 0
+        if (k < nc && (c[k] ~ /^\../ || (("deps", c[k]) in wset))) return 0
     }
     return !(nc > 0 && wy[i] == "d" && c[nc] ~ /^\../)
 }
-function sname(b) {
-    return b ~ /\.(pem|key|p12|pfx|jks|keystore|kdbx|ppk|crt|cer|der|gpg|vault_pass)$/ || b ~ /^credentials/ ||
-        b ~ /^(id_rsa|id_dsa|id_ecdsa|id_ed25519|id_ecdsa_sk|id_ed25519_sk|\.htpasswd|\.pgpass|\.netrc|\.git-credentials|\.my\.cnf)$/
+function wlist(kind, s,   words, nwords, k, g) {
+    nwords = split(s, words, " ")
+    for (k = 1; k <= nwords; k++) {
+        if (kind == "names") {
+            g = words[k]; gsub(/\./, "[.]", g); gsub(/\?/, ".", g); gsub(/\*/, ".*", g)
+            snre = (snre == "") ? g : snre "|" g
+        } else wset[kind, words[k]] = 1
+    }
+    if (kind == "names") snre = "^(" snre ")$"
 }
 function haspk(p,   k) {
     for (k = 1; k <= gn[p]; k++) if (gm[p, k] ~ /-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----/) return 1
@@ -312,8 +321,8 @@ function secrets(   i, c, nc, k, ok) {
     for (i = 1; i <= nw && nsf < 2000; i++) {
         if (wy[i] != "f" || wd[i] == 0 || !(("S", wH[i]) in rs)) continue
         nc = split(rel(i), c, "/"); ok = 1
-        for (k = 1; k <= nc; k++) if (c[k] ~ /^(\.cache|node_modules|\.git|site-packages|dist-packages|\.npm|\.cargo|\.rustup)$/) { ok = 0; break }
-        if (ok && (sname(c[nc]) || (wd[i] <= 5 && wsz[i] <= 64512 && haspk(wp[i])))) sf[++nsf] = i
+        for (k = 1; k <= nc; k++) if (("prune", c[k]) in wset) { ok = 0; break }
+        if (ok && (c[nc] ~ snre || (wd[i] <= 5 && wsz[i] <= 64512 && haspk(wp[i])))) sf[++nsf] = i
     }
 }
 function inset(i, S) {
@@ -379,6 +388,8 @@ function ctl(s,   a, verb, rc, ef, x, i, k) {
     } else if (verb == "R") {
         if (a[2] == "skip") askip = a[3]
         else { rs[a[2], a[3]] = 1; rl[a[2]] = rl[a[2]] " " a[3] }
+    } else if (verb == "N") {
+        wlist(a[2], substr(s, length(a[2]) + 4))
     } else if (verb == "w") {
         wload(a[2], a[3], a[4], a[5])
     } else if (verb == "W" || verb == "H" || verb == "G") {
@@ -769,11 +780,7 @@ tb_walk() {
     fi
     _tb_wa= _tb_ws= _tb_wt=
     tb_want app_files && tb_roots_of "$TB_APP_ROOTS" && _tb_wa=$TB_ROOTS
-    if tb_want secrets; then
-        for _tb_d in $TB_SECRET_ROOTS; do
-            [ -d "$_tb_d" ] && _tb_ws="$_tb_ws $_tb_d"
-        done
-    fi
+    tb_want secrets && tb_secret_dirs && _tb_ws=$TB_SECRET_DIRS
     tb_want tmp_files && tb_roots_of "$TB_TMP_ROOTS" && _tb_wt=$TB_ROOTS
     tb_want authorized_keys && tb_authkeys_files
     # the filter's sets: E(tc), A(pp), S(ecret) and T(mp) roots
@@ -782,6 +789,11 @@ tb_walk() {
     for _tb_d in $_tb_ws; do tb_ctl R S "$_tb_d"; done
     for _tb_d in $_tb_wt; do tb_ctl R T "$_tb_d"; done
     tb_ctl R skip "$TB_APP_SKIP"
+    set -f
+    tb_ctl N names $TB_SECRET_NAMES
+    tb_ctl N prune $TB_SECRET_PRUNE
+    tb_ctl N deps $TB_APP_DEPS
+    set +f
     # starting points, each once; the tmp roots last (an agent may fill them)
     _tb_seen=$TB_NL
     set --
@@ -861,8 +873,9 @@ tb_walk() {
     if [ -n "$_tb_pa" ]; then
         set -- "$@" -o \( \( -false
         for _tb_d in $_tb_pa; do set -- "$@" -o -path "$_tb_d/*"; done
-        set -- "$@" \) \( -name '.?*' -o -name __pycache__ -o -name node_modules -o -name site-packages \
-            -o -name dist-packages -o -path "$TB_APP_SKIP" \) \)
+        set -- "$@" \) \( -name '.?*' -o -name __pycache__ -o -path "$TB_APP_SKIP"
+        for _tb_f in $TB_APP_DEPS; do set -- "$@" -o -name "$_tb_f"; done
+        set -- "$@" \) \)
         # app_files lists 6 levels
         for _tb_d in $_tb_pa; do set -- "$@" -o -path "$_tb_d/*/*/*/*/*/*"; done
     fi
@@ -1428,9 +1441,14 @@ p_etc_files() {
 # listed by their own probes), __pycache__, TB_APP_SKIP and this script's work directory.
 # Dependency trees (node_modules, site-packages, dist-packages) are listed but not entered.
 tb_app_find() {
-    tb_t 60 find "$@" -xdev -maxdepth 6 \( -path "${TB_W:-/nonexistent}" -o -path "$TB_APP_SKIP" \
-        -o -name __pycache__ -o -type d -name '.?*' \) -prune -o \( \( -name node_modules \
-        -o -name site-packages -o -name dist-packages \) -prune -o -type f -o -type l -o -type d \) \
+    set -- "$@" -xdev -maxdepth 6 \( -path "${TB_W:-/nonexistent}" -o -path "$TB_APP_SKIP" \
+        -o -name __pycache__ -o -type d -name '.?*' \) -prune -o \( \(
+    _tb_or=  # no -false: busybox find lacks it
+    for _tb_f in $TB_APP_DEPS; do
+        set -- "$@" $_tb_or -name "$_tb_f"
+        _tb_or=-o
+    done
+    tb_t 60 find "$@" \) -prune -o -type f -o -type l -o -type d \) \
         -exec stat -c "$TB_STATFMT" {} + | head -n $((TB_LIMIT + 1))
 }
 
@@ -1462,11 +1480,17 @@ tb_secret_find() {
         -exec grep -l -E -e '-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----' {} + \) 2>/dev/null
 }
 
-p_secrets() {
+# tb_secret_dirs: TB_SECRET_DIRS = those of TB_SECRET_ROOTS that are directories.
+tb_secret_dirs() {
     TB_SECRET_DIRS=
     for _tb_d in $TB_SECRET_ROOTS; do
         [ -d "$_tb_d" ] && TB_SECRET_DIRS="$TB_SECRET_DIRS $_tb_d"
     done
+    return 0
+}
+
+p_secrets() {
+    tb_secret_dirs
     if [ -z "$TB_SECRET_DIRS" ]; then
         tb_unavail secrets "none of $TB_SECRET_ROOTS exists"
         return
@@ -1563,7 +1587,8 @@ TB_ONLY="$*"
 # GNU timeout (a file of its own) works; a symlink is most likely busybox, whose old
 # versions want `timeout -t SECS`: test that one (two processes) before relying on it.
 TB_HAVE_TIMEOUT=
-TB_TIMEOUT=$(command -v timeout 2>/dev/null)
+tb_which timeout
+TB_TIMEOUT=$TB_WHICH
 case $TB_TIMEOUT in
     /*)
         if [ ! -L "$TB_TIMEOUT" ] || timeout 5 true >/dev/null 2>&1; then
