@@ -25,6 +25,10 @@ import asyncio
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from testbed.egress.accesslog import LogEntry
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -65,18 +69,11 @@ async def bare_boot(rt, image: str) -> float | None:  # type: ignore[no-untyped-
     return await bare_round(stored, max(512, definition.min_memory_mb), rt.accel.accel, definition)
 
 
-def deb_fetches(log_path: Path, since: int) -> tuple[int, int]:
-    """(.deb requests, of which served from Squid's cache) among the log's lines after
-    the first `since` (Squid's result code says HIT: `TCP_MEM_HIT`, `TCP_HIT`, ...)."""
-    from testbed.egress.accesslog import parse_line
+def log_entries(log_path: Path) -> list[LogEntry]:
+    """The lab's access log so far, parsed (`testbed.egress.accesslog.parse_log`)."""
+    from testbed.egress.accesslog import parse_log
 
-    lines = log_path.read_text().splitlines()[since:] if log_path.exists() else []
-    entries = [e for e in (parse_line(line) for line in lines) if e is not None and e.url.endswith(".deb")]
-    return len(entries), sum("HIT" in e.squid_status for e in entries)
-
-
-def log_length(log_path: Path) -> int:
-    return len(log_path.read_text().splitlines()) if log_path.exists() else 0
+    return parse_log(log_path.read_text().splitlines()) if log_path.exists() else []
 
 
 async def installs(rt) -> tuple[float, float, str]:  # type: ignore[no-untyped-def]
@@ -97,14 +94,16 @@ async def installs(rt) -> tuple[float, float, str]:  # type: ignore[no-untyped-d
         for _ in range(2):
             clean = await node.exec("apt-get clean", timeout=300)
             assert clean.ok, clean.stderr
-            mark = log_length(egress.log_path)
+            mark = len(log_entries(egress.log_path))
             t0 = time.monotonic()
             fetch = await node.exec(DOWNLOAD, timeout=900)
             times.append(time.monotonic() - t0)
             assert fetch.ok, fetch.stderr
-        debs, hits = deb_fetches(egress.log_path, mark)
-        assert debs > 0, "the second download fetched no .deb through the proxy"
-    return times[0], times[1], f"{hits}/{debs}"
+        # Squid's result code of a cached answer says HIT (TCP_MEM_HIT, TCP_HIT, ...).
+        debs = [e for e in log_entries(egress.log_path)[mark:] if e.url.endswith(".deb")]
+        assert debs, "the second download fetched no .deb through the proxy"
+        hits = sum("HIT" in e.squid_status for e in debs)
+    return times[0], times[1], f"{hits}/{len(debs)}"
 
 
 async def main(images: list[str]) -> str:
