@@ -6,7 +6,8 @@ set -eu
 export DEBIAN_FRONTEND=noninteractive
 if ! command -v aide >/dev/null 2>&1; then
   apt-get update -q
-  apt-get install -y -q --no-install-recommends aide
+  # aide-common: the /etc/aide tree, the default (whole-system) aide.conf and the daily job
+  apt-get install -y -q --no-install-recommends aide aide-common
 fi
 systemctl disable --now dailyaidecheck.timer >/dev/null 2>&1 || true
 [ -e /etc/cron.daily/aide ] && chmod -x /etc/cron.daily/aide

@@ -2,6 +2,7 @@
 # Oracle: a configuration of its own that selects only the three trees (anchored regular
 # expressions), initialised once and the new database put in place.
 set -eu
+mkdir -p /etc/aide
 cat > /etc/aide/site.conf <<'CONF'
 # AIDE policy of this host: /etc, /usr/local and /srv/app only
 database_in=file:/var/lib/aide/site.db
