@@ -11,7 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/host-env.sh
+# one line per phase with the seconds since the start, so a slow CI run shows where it went
+phase() { echo "== test.sh: $1 at +${SECONDS}s"; }
 
+phase lint
 ruff check .
 mypy
 
@@ -23,10 +26,14 @@ TESTBED_TEST_PG_URL=$(scripts/start-postgres.sh "$pg_dir" 55432)
 export TESTBED_TEST_PG_URL
 export TESTBED_TEST_PG_SOCKET_URL="postgresql+psycopg://postgres@/testbed_test?host=$pg_dir/sock&port=55432"
 
+phase image
 testbed image build debian-12
+phase unit
 pytest -m "not vm" -q -p no:cacheprovider -n 2 "$@"
+phase vm
 mkdir -p artifacts
 TESTBED_NETNS_LOGS="$PWD/artifacts/qemu-logs" scripts/netns-run pytest -m "vm and not long" -q -p no:cacheprovider -n 3 --dist load \
   --durations=15 --junitxml=artifacts/vm-tests.xml "$@"
+phase validate
 # task validation: the smoke set and the tasks changed since tasks/VALIDATION.md's last run
 scripts/validate-tasks --ci --db "sqlite:///$PWD/artifacts/validate.db" --report artifacts/VALIDATION.md
