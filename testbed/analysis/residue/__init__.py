@@ -44,7 +44,8 @@ What is excluded (each exclusion is listed in `ResidueResult.excluded` with its 
   ``systemd --user``, ``(sd-pam)``, bare login shells) and per-connection ``ssh@``/
   ``sshd@`` units;
 - system noise (rule: noise) — ``systemd-private-*`` and X11/ICE socket dirs in /tmp,
-  FRR's daemon log buffers under /var/tmp/frr,
+  FRR's daemon log buffers under /var/tmp/frr, the ``.tmpfs`` markers initscripts touch in
+  /tmp and /dev/shm at every sysvinit/OpenRC boot,
   timer/on-demand units (apt-daily, man-db, tmpfiles-clean, logrotate, hostnamed, …),
   first-boot oneshot units (ldconfig, sysusers, update-done, …) inactive after the reboot,
   ``user@``/``session-`` units, cron and timer job helpers, udev workers, link-local IPv6

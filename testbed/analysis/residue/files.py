@@ -34,6 +34,10 @@ _TMP_NOISE_RE = re.compile(
 _DAEMON_TMP = ("/var/tmp/frr/",)
 """Temp trees a daemon keeps rewriting while it runs (FRR's per-daemon crash log buffers,
 `/var/tmp/frr/<daemon>.<pid>/logbuf.<tid>`): running, not a change anyone made."""
+_BOOT_MARKERS = frozenset({"/tmp/.tmpfs", "/dev/shm/.tmpfs"})
+"""Markers Debian's initscripts (sysvinit and OpenRC boots, `/lib/init/mount-functions.sh`)
+touch each time they mount a tmpfs there, so a reboot gives them a new mtime: the boot's,
+not the agent's."""
 
 
 def _path_items(
@@ -105,6 +109,7 @@ def _h_tmp_files(ctx: _Ctx, d: ProbeDiff) -> None:
     def route(path: str, c: ItemChange) -> tuple[str, str, bool] | None:
         if (
             path in TMP_ROOTS
+            or path in _BOOT_MARKERS
             or path.startswith(_DAEMON_TMP)
             or path + "/" in _DAEMON_TMP
             or any(_TMP_NOISE_RE.search(part) for part in path.split("/"))

@@ -210,6 +210,7 @@ def scenario(debian: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     )
     add_tmp(after, "/dev/shm/testbed-probe.Xy12Ab34", kind="dir", mode="0700")
     add_tmp(after, "/var/tmp/frr/ospfd.270/logbuf.273", size=4096)  # FRR's log buffer, rewritten while it runs
+    add_tmp(after, "/dev/shm/.tmpfs", size=0)  # initscripts' mount marker, touched at every OpenRC/sysvinit boot
     add_process(after, 6001, "sshd: root@notty", ppid=531)
     add_process(after, 6002, "sh -c sh /run/testbed/snapshot.sh", ppid=6001)
     add_process(after, 6003, "/lib/systemd/systemd --user", ppid=1)
@@ -290,6 +291,7 @@ def test_expected_harness_and_noise_are_excluded_with_reasons(result: ResidueRes
     assert "noise" in reasons[("processes", "root /lib/systemd/systemd --user")]
     assert "noise" in reasons[("tmp_files", "/dev/shm/testbed-probe.Xy12Ab34")]
     assert "noise" in reasons[("tmp_files", "/var/tmp/frr/ospfd.270/logbuf.273")]
+    assert "noise" in reasons[("tmp_files", "/dev/shm/.tmpfs")]
     tmp_keys = [k for (p, k) in reasons if p == "tmp_files"]
     assert any("systemd-private-" in k for k in tmp_keys)
     text = " ".join(f.summary for f in result.findings)
