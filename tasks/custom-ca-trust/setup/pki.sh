@@ -8,11 +8,13 @@ set -eu
 pki=/srv/pki
 mkdir -p "$pki"
 cd "$pki"
+# The extensions a strict verifier requires (Python 3.13's default context, on trixie,
+# sets VERIFY_X509_STRICT): key usage on the CA, key identifiers on the server certificate.
 openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 \
-  -subj "/O=Corp/CN=Corp Internal Root CA {{ host }}" >/dev/null 2>&1
+  -subj "/O=Corp/CN=Corp Internal Root CA {{ host }}" -addext "keyUsage=critical,keyCertSign,cRLSign" >/dev/null 2>&1
 openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
   -subj "/O=Corp/CN={{ host }}.corp.internal" >/dev/null 2>&1
-printf 'subjectAltName=DNS:{{ host }}.corp.internal\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > ext.cnf
+printf 'subjectAltName=DNS:{{ host }}.corp.internal\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid,issuer\n' > ext.cnf
 openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 825 -extfile ext.cnf \
   -out server.pem >/dev/null 2>&1
 rm -f ca.key server.csr ext.cnf ca.srl
