@@ -112,6 +112,13 @@ def test_at_the_deadline_the_harness_kills_the_cli_by_its_token(servers) -> None
 def test_the_kill_command_finds_only_the_token(tmp_path: Path) -> None:
     proc = subprocess.Popen(["sleep", "60"], env={ENV_MARK: "abcdef0123456789"})
     other = subprocess.Popen(["sleep", "60"], env={ENV_MARK: "abcdef0123456780"})
+    # Popen returns once exec has closed the error pipe, which the kernel does
+    # before it lays out the new environment; wait until both are readable
+    for child in (proc, other):
+        environ = Path(f"/proc/{child.pid}/environ")
+        deadline = time.monotonic() + 10
+        while ENV_MARK.encode() not in environ.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
     try:
         subprocess.run(["sh", "-c", kill_by_env_command("abcdef0123456789")], check=True, timeout=30)
         assert proc.wait(timeout=5) == -9
