@@ -1,25 +1,7 @@
 #!/bin/bash
 # r1: its site LAN (lan0) and its router id (loopback), saved; no routing protocol.
 set -eu
-# lan0, a dummy interface standing in for the site LAN: created by systemd-networkd at
-# every boot, brought up only (its address is FRR's, as on the other links)
-cat > /etc/systemd/network/30-lan0.netdev <<'UNIT'
-[NetDev]
-Name=lan0
-Kind=dummy
-UNIT
-cat > /etc/systemd/network/30-lan0.network <<'UNIT'
-[Match]
-Name=lan0
-
-[Network]
-ConfigureWithoutCarrier=yes
-KeepConfiguration=static
-LinkLocalAddressing=no
-IPv6AcceptRA=no
-UNIT
-networkctl reload
-for i in $(seq 30); do ip link show lan0 >/dev/null 2>&1 && break; sleep 1; done
-ip link set lan0 up
+# lan0: the image's site-lan helper makes it a dummy interface, created at every boot
+/usr/local/sbin/site-lan lan0
 vtysh -c 'configure terminal' -c 'interface lo' -c 'ip address 10.255.0.1/32' -c 'exit' \
   -c 'interface lan0' -c 'ip address 10.10.{{ site1 }}.1/24' -c 'end' -c 'write memory'
