@@ -15,6 +15,14 @@ before systemd-networkd starts) renames each NIC found by MAC in `/etc/testbed/i
 then rewrites the interfaces.d stanzas under the new names. The NIC order of the domain
 (`testbed.hypervisor.addressing.nic_order`) makes every rename collision-free.
 
+Forwarding (`forward`) is said three ways, because releases read it differently: a
+sysctl.d file (systemd-sysctl and the OpenRC/ifupdown seed apply it); `IPForward=ipv4` in
+each .network file, which sets the global switch up to systemd 255 (bookworm, bullseye);
+and `IPv4Forwarding=yes` in a networkd.conf.d drop-in, the global switch since systemd 256
+(trixie), where `IPForward=` no longer sets it (older networkd warns about the unknown key
+and ignores it). The sysctl.d file alone is not enough on a first boot: the seed is
+unpacked beside systemd-sysctl, not before it.
+
 `files` adds further files (a router's starting configuration, another login's
 authorized_keys); `firstboot` adds shell lines run after the renames (ownership of those
 files, for instance).
@@ -163,6 +171,10 @@ def seed_files(spec: SeedSpec) -> dict[str, tuple[bytes, int]]:
         files["etc/testbed/firstboot.sh"] = (script.encode(), 0o755)
     if spec.forward:
         files["etc/sysctl.d/60-testbed-forward.conf"] = (b"net.ipv4.ip_forward = 1\n", 0o644)
+        files["etc/systemd/networkd.conf.d/60-testbed-forward.conf"] = (
+            b"# written by testbed: the node forwards (systemd >= 256 reads this)\n[Network]\nIPv4Forwarding=yes\n",
+            0o644,
+        )
     files.update(spec.files)
     return files
 

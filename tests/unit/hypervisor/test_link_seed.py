@@ -18,7 +18,7 @@ from testbed.config import project_root
 from testbed.hypervisor.addressing import plan_addresses
 from testbed.hypervisor.frrconf import frr_config
 from testbed.hypervisor.nodeprep import cloud_init_ethernets, interfaces_for, node_macs, seed_extras
-from testbed.hypervisor.seed import RENAME_SCRIPT, SeedSpec, networkd_unit, seed_files
+from testbed.hypervisor.seed import RENAME_SCRIPT, InterfaceConfig, SeedSpec, networkd_unit, seed_files
 from testbed.hypervisor.xml import DomainSpec, Nic, render_domain
 from testbed.model.images import load_catalog
 from testbed.model.topology import load_topology
@@ -77,6 +77,23 @@ def test_a_host_on_links_gets_addresses_and_routes_from_networkd() -> None:
     assert "[Route]\nDestination=10.0.2.0/24\nGateway=10.0.1.1" in unit
     assert "etc/frr/frr.conf" not in files and "etc/ssh/authorized_keys/admin" not in files
     assert b"10.0.1.1\tr1" in files["etc/hosts"]
+
+
+def test_a_forwarding_node_says_so_to_every_systemd_release_and_a_host_does_not() -> None:
+    def seed(forward: bool) -> dict[str, bytes]:
+        nics = [InterfaceConfig(MACS[i], f"10.0.{i}.1/24", forward=forward, name=f"seg{i}") for i in (1, 2)]
+        spec = SeedSpec("router", ["ssh-ed25519 AAAAC3Nz k"], "PRIVATE", "PUBLIC\n", nics, {}, forward=forward)
+        return {path: content for path, (content, _mode) in seed_files(spec).items()}
+
+    files = seed(True)
+    assert files["etc/sysctl.d/60-testbed-forward.conf"] == b"net.ipv4.ip_forward = 1\n"
+    # systemd >= 256 (trixie) sets the global switch only from networkd.conf
+    dropin = files["etc/systemd/networkd.conf.d/60-testbed-forward.conf"].decode()
+    assert "[Network]\nIPv4Forwarding=yes\n" in dropin
+    units = [v.decode() for p, v in files.items() if p.endswith(".network")]
+    assert len(units) == 2 and all("IPForward=ipv4" in u for u in units)  # systemd <= 255
+    host = seed(False)
+    assert not any("forward" in p for p in host) and not any(b"IPForward" in v for v in host.values())
 
 
 def test_unaddressed_links_are_only_brought_up() -> None:
