@@ -185,6 +185,11 @@ _PROC_NOISE = re.compile(
 )
 
 
+_CRON_JOB = re.compile(r"^\S*/?CRON\b")
+"""The process cron forks for one job run (Debian's `/usr/sbin/CRON -f`); what runs under it
+is that run, in progress at the snapshot: the job is judged by the cron probe, not here."""
+
+
 def _proc_program(command: str) -> str:
     first = command.split(None, 1)[0] if command.strip() else ""
     return posixpath.basename(first.rstrip(":")).lstrip("-")
@@ -196,6 +201,10 @@ def _h_processes(ctx: _Ctx, d: ProbeDiff) -> None:
         int(r["pid"]): r["ppid"] if isinstance(r.get("ppid"), int) else 0 for r in rows if isinstance(r.get("pid"), int)
     }
     expected = descendants(ctx.expected_pids, parent)
+    cron_runs = {
+        int(r["pid"]) for r in rows if isinstance(r.get("pid"), int) and _CRON_JOB.match(str(r.get("command")))
+    }
+    in_cron_run = descendants(cron_runs, parent)
     by_key: dict[str, list[int]] = {}
     for r in rows:
         if isinstance(r.get("pid"), int):
@@ -214,6 +223,9 @@ def _h_processes(ctx: _Ctx, d: ProbeDiff) -> None:
         program = _proc_program(command)
         if pids and set(pids) <= expected:
             ctx.exclude("processes", c.key, "serves an expected port")
+            continue
+        if pids and set(pids) <= in_cron_run:
+            ctx.exclude("processes", c.key, "a cron job's run in progress (the job is judged by the cron probe)")
             continue
         if ctx.expect.program(program):
             ctx.exclude("processes", c.key, "program of an expected unit")

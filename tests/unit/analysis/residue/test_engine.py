@@ -830,3 +830,25 @@ def test_a_socket_an_expected_units_daemon_draws_is_not_residue(debian: dict[str
     assert reasons[("listening", "udp:127.0.0.1:879")] == "program of an expected unit"
     assert [f.summary for f in res.findings if "4444" in f.summary], "another program's socket is still residue"
     assert not [f for f in res.findings if "879" in f.summary]
+
+
+def test_a_cron_job_running_at_the_snapshot_is_not_process_residue(debian: dict[str, Any]) -> None:
+    """A job the agent installed may be mid-run when the snapshot is taken: its processes sit
+    under the CRON process cron forked for that run and are left to the cron probe; a process
+    the agent started outside cron is still reported."""
+    base = copy.deepcopy(debian)
+    after = copy.deepcopy(debian)
+    add_process(after, 900, "/usr/sbin/CRON -f", ppid=1)
+    add_process(after, 901, "/bin/sh -c /usr/local/sbin/app-conf-push", ppid=900)
+    add_process(after, 902, "ssh -o BatchMode=yes app2 cat > /etc/app.conf", ppid=901)
+    add_process(after, 950, "ssh -N -L 8080:app2:80 app2", ppid=1)
+    cmds = [
+        agent(2, "echo '* * * * * root /usr/local/sbin/app-conf-push' > /etc/cron.d/app-conf-push"),
+        agent(3, "/usr/local/sbin/app-conf-push"),
+        agent(4, "nohup ssh -N -L 8080:app2:80 app2 &"),
+    ]
+    res = find_residue({"web": {"after_setup": base, "after_agent": after}}, cmds)
+    processes = {s for s in subjects(res) if s.startswith("process:")}
+    assert processes == {"process:root ssh -N -L 8080:app2:80 app2"}, processes
+    reasons = {e["key"]: e["reason"] for e in res.excluded if e["probe"] == "processes"}
+    assert any("cron job's run" in r for k, r in reasons.items() if "app-conf-push" in k), reasons
