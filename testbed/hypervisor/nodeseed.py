@@ -4,7 +4,11 @@ first boot.
 - `login.provision == "seed"`: testbed's tar (`testbed.hypervisor.seed`), handed to the
   guest as the fw_cfg entry `FWCFG_NAME`: hostname, keys, interfaces, hosts, forwarding and
   the extra files of `testbed.hypervisor.nodeprep.seed_extras`.
-- `"cloud-init"`: a NoCloud ISO (`testbed.images.cloudinit`) attached as a CD-ROM.
+- `"cloud-init"`: a NoCloud ISO (`testbed.images.cloudinit`) attached as a CD-ROM, with
+  the same hostname, keys, interfaces (netplan v2), /etc/hosts, extra files and forwarding
+  files; forwarding is also switched on by a `bootcmd` on the first boot (cloud-init writes
+  its files after systemd-sysctl and networkd have read theirs), and the `seed_extras`
+  firstboot lines run as its `runcmd`.
 - anything else (a console-managed image): no seed (`None`).
 
 `seed_file` names the file (and its kind) so the lab can record it before it exists;
@@ -23,7 +27,7 @@ import asyncssh
 from testbed.guest.ssh import public_key_line
 from testbed.hypervisor.addressing import AddressPlan
 from testbed.hypervisor.nodeprep import cloud_init_ethernets, seed_extras
-from testbed.hypervisor.seed import InterfaceConfig, SeedSpec, write_seed
+from testbed.hypervisor.seed import InterfaceConfig, SeedSpec, forward_files, hosts_file, write_seed
 from testbed.model.images import ImageDef
 from testbed.model.topology import Topology
 
@@ -61,7 +65,7 @@ def write_node_seed(seed: NodeSeed, topology: Topology, plan: AddressPlan, image
     if seed.kind == "fwcfg":
         _fwcfg_seed(seed.path, topology, plan, image, inputs)
     else:
-        _cloud_init_seed(seed.path, image, inputs)
+        _cloud_init_seed(seed.path, topology, plan, image, inputs)
 
 
 def _fwcfg_seed(seed_path: Path, topology: Topology, plan: AddressPlan, image: ImageDef, inputs: SeedInputs) -> None:
@@ -83,11 +87,27 @@ def _fwcfg_seed(seed_path: Path, topology: Topology, plan: AddressPlan, image: I
     )
 
 
-def _cloud_init_seed(iso_path: Path, image: ImageDef, inputs: SeedInputs) -> None:
-    from testbed.images.cloudinit import make_nocloud_seed
+FORWARD_NOW = "sysctl -w net.ipv4.ip_forward=1"
+"""The cloud-init seed's bootcmd for a forwarding node."""
+
+
+def _cloud_init_seed(
+    iso_path: Path, topology: Topology, plan: AddressPlan, image: ImageDef, inputs: SeedInputs
+) -> None:
+    from testbed.images.cloudinit import NoCloudExtras, make_nocloud_seed
 
     node, host_key = inputs.node, inputs.host_key
     host_priv = host_key.export_private_key("openssh").decode()
+    files, firstboot = seed_extras(topology, plan, node, image, inputs.client_pub)
+    forward = topology.node(node).forward
+    if forward:
+        files = {**forward_files(), **files}
+    extras = NoCloudExtras(
+        etc_hosts=hosts_file(node, plan.hosts_for(node)),
+        files=files,
+        bootcmd=[FORWARD_NOW] if forward else [],
+        runcmd=firstboot,
+    )
     make_nocloud_seed(
         iso_path,
         hostname=node,
@@ -96,4 +116,5 @@ def _cloud_init_seed(iso_path: Path, image: ImageDef, inputs: SeedInputs) -> Non
         host_keys={"ed25519": (host_priv, public_key_line(host_key))},
         network_config={"version": 2, "ethernets": cloud_init_ethernets(inputs.interfaces)},
         user=image.login.user,
+        extras=extras,
     )

@@ -146,6 +146,18 @@ def hosts_file(hostname: str, hosts: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def forward_files() -> dict[str, tuple[bytes, int]]:
+    """The files that make a node forward at every boot, on every systemd release (see the
+    module docstring); the cloud-init seed writes the same ones."""
+    return {
+        "etc/sysctl.d/60-testbed-forward.conf": (b"net.ipv4.ip_forward = 1\n", 0o644),
+        "etc/systemd/networkd.conf.d/60-testbed-forward.conf": (
+            b"# written by testbed: the node forwards (systemd >= 256 reads this)\n[Network]\nIPv4Forwarding=yes\n",
+            0o644,
+        ),
+    }
+
+
 def seed_files(spec: SeedSpec) -> dict[str, tuple[bytes, int]]:
     """Path (relative to /) -> (content, mode) of everything the seed writes."""
     files: dict[str, tuple[bytes, int]] = {
@@ -170,11 +182,7 @@ def seed_files(spec: SeedSpec) -> dict[str, tuple[bytes, int]]:
     if script is not None:
         files["etc/testbed/firstboot.sh"] = (script.encode(), 0o755)
     if spec.forward:
-        files["etc/sysctl.d/60-testbed-forward.conf"] = (b"net.ipv4.ip_forward = 1\n", 0o644)
-        files["etc/systemd/networkd.conf.d/60-testbed-forward.conf"] = (
-            b"# written by testbed: the node forwards (systemd >= 256 reads this)\n[Network]\nIPv4Forwarding=yes\n",
-            0o644,
-        )
+        files.update(forward_files())
     files.update(spec.files)
     return files
 

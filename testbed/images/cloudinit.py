@@ -8,15 +8,22 @@ read back exactly as `meta-data`, `user-data` and `network-config`) whose volume
   with passwordless sudo and a locked password);
 - when `host_keys` is given ({"ed25519": (private, public), ...}), installs exactly those SSH
   host keys instead of generating new ones, so the harness can pin the host key;
-- disables SSH password authentication.
+- disables SSH password authentication;
+- with `extras` (`NoCloudExtras`): writes `etc_hosts` as /etc/hosts (and stops cloud-init
+  from managing it), writes every file of `files` (path relative to / -> (content, mode);
+  `write_files`, base64), runs `bootcmd` early at every boot (cloud-init's init stage,
+  before sshd starts) and `runcmd` once, at the end of the first boot (its final stage).
 `network-config` (netplan-style version 2) is written only when `network_config` is given.
 The ISO is written to a temporary name beside `dest` and renamed into place.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +32,43 @@ import yaml
 
 HOST_KEY_TYPES = ("rsa", "ecdsa", "ed25519")
 VOLUME_ID = "cidata"
+
+
+@dataclass(frozen=True)
+class NoCloudExtras:
+    """What a seed adds beyond login and network (see the module docstring)."""
+
+    etc_hosts: str | None = None
+    files: Mapping[str, tuple[bytes, int]] = field(default_factory=dict)
+    bootcmd: list[str] = field(default_factory=list)
+    runcmd: list[str] = field(default_factory=list)
+
+
+def _write_files(extras: NoCloudExtras) -> list[dict[str, str]]:
+    files = dict(extras.files)
+    if extras.etc_hosts is not None:
+        files["etc/hosts"] = (extras.etc_hosts.encode(), 0o644)
+    return [
+        {
+            "path": "/" + path.lstrip("/"),
+            "encoding": "b64",
+            "content": base64.b64encode(content).decode(),
+            "permissions": f"0{mode:03o}",
+        }
+        for path, (content, mode) in sorted(files.items())
+    ]
+
+
+def _add_extras(data: dict[str, Any], extras: NoCloudExtras) -> None:
+    if extras.etc_hosts is not None:
+        data["manage_etc_hosts"] = False
+    written = _write_files(extras)
+    if written:
+        data["write_files"] = written
+    if extras.bootcmd:
+        data["bootcmd"] = list(extras.bootcmd)
+    if extras.runcmd:
+        data["runcmd"] = list(extras.runcmd)
 
 
 def _user_data(
@@ -111,14 +155,18 @@ def make_nocloud_seed(
     host_keys: dict[str, tuple[str, str]] | None = None,
     network_config: dict[str, Any] | None = None,
     user: str = "root",
+    extras: NoCloudExtras | None = None,
 ) -> Path:
     """Write a NoCloud seed ISO at `dest` and return `dest` (see the module docstring).
 
     Raises `ValueError` for an unknown host key type or a network config that is not v2.
     """
+    user_data = _user_data(hostname, authorized_keys, host_keys, user)
+    if extras is not None:
+        _add_extras(user_data, extras)
     files = {
         "meta-data": _dump({"instance-id": instance_id, "local-hostname": hostname}),
-        "user-data": "#cloud-config\n" + _dump(_user_data(hostname, authorized_keys, host_keys, user)),
+        "user-data": "#cloud-config\n" + _dump(user_data),
     }
     if network_config is not None:
         files["network-config"] = _dump(_network_config(network_config))

@@ -22,14 +22,15 @@ from testbed.runtime import runtime
 
 @asynccontextmanager
 async def one_box(
-    image: str, tmp_path: Path, *, memory: int, task_id: str
+    image: str, tmp_path: Path, *, memory: int, task_id: str, forward: bool = False
 ) -> AsyncIterator[tuple[LabNode, CommandRecorder]]:
-    """A lab of one node `box` of `image`, and a recorder of the commands run on it."""
+    """A lab of one node `box` of `image` (a forwarding node with `forward`), and a recorder
+    of the commands run on it."""
     async with runtime() as rt:
         state = availability(rt.catalog[image], ImageStore(rt.settings.images_dir))
         if state.state != "present":
             pytest.fail(f"{image} is {state.state} in the image cache: run `testbed image build {image}` first")
-        topo = Topology(name=task_id, nodes=[NodeSpec(name="box", image=image, memory=memory)])
+        topo = Topology(name=task_id, nodes=[NodeSpec(name="box", image=image, memory=memory, forward=forward)])
         db = open_database(f"sqlite:///{tmp_path / 'runs.db'}")
         commands = CommandRecorder(RunRecorder.create(db, task_id=task_id, agent="harness", image=image))
         async with Lab(topo, rt.catalog, settings=rt.settings, hypervisor=rt.hypervisor, accel=rt.accel.accel) as lab:

@@ -1,6 +1,8 @@
-"""Controlled egress on a real debian-12 guest (issue 15, section 2).
+"""Controlled egress on a real guest of every release in the matrix (issue 15, section 2).
 
-One guest, shared by every assertion:
+debian-12 runs in every CI run; debian-11, debian-13, debian-12-openrc and debian-13-cloud
+(BIOS and UEFI) are `long` (scripts/test-long.sh). One guest per release, shared by every
+assertion:
 - `egress: none` (as today): `apt-get install -y haproxy` fails, the guest has no way out;
 - `egress: mirror`: the same install succeeds through the lab host's Squid, and the lab's
   egress log holds the fetches (Debian's mirror, the haproxy .deb); a host outside the
@@ -45,6 +47,17 @@ from tests.egress_dns import system_resolver
 
 pytestmark = pytest.mark.vm
 
+CODENAME = {
+    "debian-11": "bullseye",
+    "debian-12": "bookworm",
+    "debian-12-openrc": "bookworm",
+    "debian-13": "trixie",
+    "debian-13-cloud": "trixie",
+    "debian-13-cloud-uefi": "trixie",
+}
+"""Each image's release: the mirror fetches must be of its own suite."""
+RELEASES = [pytest.param(image, marks=() if image == "debian-12" else pytest.mark.long, id=image) for image in CODENAME]
+
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL = "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y -o Acquire::Retries=0 haproxy"
 PROFILE = ". /etc/profile.d/testbed-proxy.sh && "
@@ -75,14 +88,15 @@ async def http_code(node: LabNode, url: str) -> str:
     return result.stdout.strip()
 
 
-def test_apt_through_the_proxy_denials_and_dns_failures_are_logged(vm_home: Path) -> None:
-    asyncio.run(_exercise(vm_home))
+@pytest.mark.parametrize("image", RELEASES)
+def test_apt_through_the_proxy_denials_and_dns_failures_are_logged(vm_home: Path, image: str) -> None:
+    asyncio.run(_exercise(vm_home, image))
 
 
-async def _exercise(home: Path) -> None:
+async def _exercise(home: Path, image: str) -> None:
     assert os.environ.get(NETNS_ENV), "scripts/netns-run must name the host's network namespace"
     async with runtime() as rt:
-        topo = Topology(name="egress", nodes=[NodeSpec(name="box", image="debian-12", memory=640)])
+        topo = Topology(name="egress", nodes=[NodeSpec(name="box", image=image, memory=768)])
         lab = Lab(topo, rt.catalog, settings=rt.settings, hypervisor=rt.hypervisor, accel=rt.accel.accel)
         async with lab:
             box = lab.nodes["box"]
@@ -94,12 +108,12 @@ async def _exercise(home: Path) -> None:
                 settings = EgressSettings.from_env()
                 settings = EgressSettings(netns=settings.netns, nameservers=(resolver,), mirrors=settings.mirrors)
                 async with EgressHub(settings) as hub:
-                    mirror = await _mirror_phase(lab, box, hub)
+                    mirror = await _mirror_phase(lab, box, hub, CODENAME[image])
                     dns = await _allow_phase(lab, box, hub)
-            _stored(home, mirror + dns)
+            _stored(home / image, mirror + dns)
 
 
-async def _mirror_phase(lab: Lab, box: LabNode, hub: EgressHub) -> list[EgressRecord]:
+async def _mirror_phase(lab: Lab, box: LabNode, hub: EgressHub, codename: str) -> list[EgressRecord]:
     async with start_egress(lab, EgressSpec(mode=EgressMode.MIRROR), hub) as egress:
         installed = await box.exec(INSTALL, timeout=1200)
         assert installed.ok, installed.stderr[-2000:]
@@ -108,7 +122,7 @@ async def _mirror_phase(lab: Lab, box: LabNode, hub: EgressHub) -> list[EgressRe
         await http_code(box, "https://example.com/")  # CONNECT refused: curl gets no tunnel (logged below)
     rows = _rows(egress)
     allowed = [r for r in rows if r.decision == EgressDecision.ALLOWED]
-    assert any(r.host == "deb.debian.org" and "/dists/bookworm/" in r.url for r in allowed)
+    assert any(r.host == "deb.debian.org" and f"/dists/{codename}/" in r.url for r in allowed)
     debs = [r for r in allowed if r.url.endswith(".deb") and "/haproxy" in r.url]
     assert debs and all(r.status == 200 and r.bytes > 100_000 for r in debs)
     denied = [r for r in rows if r.decision == EgressDecision.DENIED]
@@ -137,6 +151,7 @@ def _rows(egress: LabEgress) -> list[EgressRecord]:
 
 
 def _stored(home: Path, rows: list[EgressRecord]) -> None:
+    home.mkdir(parents=True, exist_ok=True)
     sessions = open_database(f"sqlite:///{home / 'egress-vm.db'}")
     run_id = create_run(sessions, task_id="egress-vm", agent="noop")
     assert RunRecorder(sessions, run_id).record_egress(rows) == len(rows)

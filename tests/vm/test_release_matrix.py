@@ -2,11 +2,13 @@
 direct kernel boot), debian-12-openrc (sysvinit + OpenRC) and debian-13-cloud from its own
 disk through GRUB and cloud-init's NoCloud seed, with BIOS and with UEFI.
 
-One lab per image, several assertions on it: ready, a command, the boot path it took, a
-complete snapshot (every probe parsed, OpenRC's services included), a harness reboot through
-the image's service manager, and the state after it. The images must be in the image cache
-with their current recipe (`testbed image build NAME` outside the namespace: a build needs
-Debian's mirror, which the namespace of scripts/netns-run cannot reach).
+One lab per image (its node `forward: true`), several assertions on it: ready, a command,
+the boot path it took, forwarding switched on by the seed at the first boot and still on after
+the reboot, /etc/hosts from the seed, a complete snapshot (every probe parsed, OpenRC's
+services included), a harness reboot through the image's service manager, and the state
+after it. The images must be in the image cache with their current recipe (`testbed image
+build NAME` outside the namespace: a build needs Debian's mirror, which the namespace of
+scripts/netns-run cannot reach).
 """
 
 from __future__ import annotations
@@ -72,6 +74,14 @@ async def _check_boot_path(node: LabNode, image: str) -> None:
         assert "iface eth0 inet static" in stanza.stdout, "the seed's network came through ifupdown"
 
 
+async def _check_seeded(node: LabNode) -> None:
+    """What every kind of seed gives a forwarding node, at every boot."""
+    forwarding = await node.exec("cat /proc/sys/net/ipv4/ip_forward")
+    assert forwarding.stdout.strip() == "1", "the seed's forward: true did not switch forwarding on"
+    hosts = await node.exec("cat /etc/hosts")
+    assert "127.0.1.1\tbox" in hosts.stdout, hosts.stdout
+
+
 def _check_services(snapshot: dict[str, Any], image: str) -> None:
     services = snapshot["services"]
     if image == "debian-12-openrc":
@@ -86,13 +96,14 @@ def _check_services(snapshot: dict[str, Any], image: str) -> None:
 
 
 async def _exercise(image: str, tmp_path: Path) -> None:
-    async with one_box(image, tmp_path, memory=768, task_id="release-matrix") as (box, commands):
+    async with one_box(image, tmp_path, memory=768, task_id="release-matrix", forward=True) as (box, commands):
         release = await box.exec(". /etc/os-release; echo $ID $VERSION_ID; hostname")
         assert release.exit_code == 0
         ident, version, hostname = release.stdout.split()
         assert ident == "debian" and hostname == "box"
         assert version == VERSION_ID.get(image, "13")
         await _check_boot_path(box, image)
+        await _check_seeded(box)
 
         before = await snapshot_node(box, commands, SnapshotPoint.BEFORE_SETUP)
         assert _incomplete(before) == {}
@@ -102,6 +113,7 @@ async def _exercise(image: str, tmp_path: Path) -> None:
         assert took > 0
         after = await box.exec("hostname; cat /proc/sys/kernel/random/boot_id")
         assert after.stdout.split()[0] == "box"
+        await _check_seeded(box)
         again = await snapshot_node(box, commands, SnapshotPoint.AFTER_REBOOT)
         assert _incomplete(again) == {}
         _check_services(again, image)

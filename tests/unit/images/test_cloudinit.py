@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pycdlib
 import pytest
 import yaml
 
-from testbed.images.cloudinit import make_nocloud_seed
+from testbed.images.cloudinit import NoCloudExtras, make_nocloud_seed
 
 PRIVATE = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
 PUBLIC = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHostKey testbed-host"
@@ -114,3 +115,29 @@ def test_rejects_bad_input(tmp_path: Path) -> None:
             network_config={"version": 1, "config": []},
         )
     assert not list(tmp_path.iterdir())
+
+
+def test_extras_become_write_files_bootcmd_and_runcmd(tmp_path: Path) -> None:
+    extras = NoCloudExtras(
+        etc_hosts="127.0.0.1\tlocalhost\n10.0.0.2\tweb\n",
+        files={"etc/frr/frr.conf": (b"hostname r1\n", 0o640)},
+        bootcmd=["sysctl -w net.ipv4.ip_forward=1"],
+        runcmd=["chown frr:frr /etc/frr/frr.conf"],
+    )
+    dest = make_nocloud_seed(tmp_path / "s.iso", hostname="r1", instance_id="i", authorized_keys=[], extras=extras)
+    user = load(read_iso(dest)[1]["user-data"])
+    assert user["manage_etc_hosts"] is False
+    assert [(f["path"], f["permissions"], f["encoding"]) for f in user["write_files"]] == [
+        ("/etc/frr/frr.conf", "0640", "b64"),
+        ("/etc/hosts", "0644", "b64"),
+    ]
+    assert base64.b64decode(user["write_files"][1]["content"]).decode().endswith("10.0.0.2\tweb\n")
+    assert user["bootcmd"] == ["sysctl -w net.ipv4.ip_forward=1"]
+    assert user["runcmd"] == ["chown frr:frr /etc/frr/frr.conf"]
+
+
+def test_without_extras_cloud_init_manages_etc_hosts(tmp_path: Path) -> None:
+    dest = make_nocloud_seed(tmp_path / "s.iso", hostname="h", instance_id="i", authorized_keys=[])
+    user = load(read_iso(dest)[1]["user-data"])
+    assert user["manage_etc_hosts"] is True
+    assert not {"write_files", "bootcmd", "runcmd"} & set(user)
