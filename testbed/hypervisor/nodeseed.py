@@ -27,7 +27,14 @@ import asyncssh
 from testbed.guest.ssh import public_key_line
 from testbed.hypervisor.addressing import AddressPlan
 from testbed.hypervisor.nodeprep import cloud_init_ethernets, seed_extras
-from testbed.hypervisor.seed import InterfaceConfig, SeedSpec, forward_files, hosts_file, write_seed
+from testbed.hypervisor.seed import (
+    FORWARD_NOW,
+    InterfaceConfig,
+    SeedSpec,
+    forward_files,
+    hosts_file,
+    write_seed,
+)
 from testbed.model.images import ImageDef
 from testbed.model.topology import Topology
 
@@ -85,10 +92,6 @@ def _fwcfg_seed(seed_path: Path, topology: Topology, plan: AddressPlan, image: I
         ),
         seed_path,
     )
-
-
-FORWARD_NOW = "sysctl -w net.ipv4.ip_forward=1"
-"""The cloud-init seed's bootcmd for a forwarding node."""
 
 
 def _cloud_init_seed(

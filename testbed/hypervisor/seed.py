@@ -21,7 +21,9 @@ each .network file, which sets the global switch up to systemd 255 (bookworm, bu
 and `IPv4Forwarding=yes` in a networkd.conf.d drop-in, the global switch since systemd 256
 (trixie), where `IPForward=` no longer sets it (older networkd warns about the unknown key
 and ignores it). The sysctl.d file alone is not enough on a first boot: the seed is
-unpacked beside systemd-sysctl, not before it.
+unpacked beside systemd-sysctl, not before it, so the first boot's firstboot.sh also runs
+`FORWARD_NOW` (a forwarding node whose only NIC is the management one has no .network file
+saying `IPForward=`: on bullseye and bookworm it did not forward until its first reboot).
 
 `files` adds further files (a router's starting configuration, another login's
 authorized_keys); `firstboot` adds shell lines run after the renames (ownership of those
@@ -129,13 +131,20 @@ fi
 """
 
 
+FORWARD_NOW = "sysctl -w net.ipv4.ip_forward=1"
+"""What switches a forwarding node's forwarding on at once, on its first boot (fw_cfg seed's
+firstboot.sh, cloud-init's bootcmd); later boots read the sysctl.d file."""
+
+
 def firstboot_script(spec: SeedSpec) -> str | None:
-    """`/etc/testbed/firstboot.sh`: the renames (when a NIC is named), then `firstboot`."""
+    """`/etc/testbed/firstboot.sh`: the renames (when a NIC is named), `FORWARD_NOW` on a
+    forwarding node, then `firstboot`."""
     named = [i for i in spec.interfaces if i.ifname]
-    if not named and not spec.firstboot:
+    lines = ([FORWARD_NOW] if spec.forward else []) + spec.firstboot
+    if not named and not lines:
         return None
     text = RENAME_SCRIPT if named else "#!/bin/sh\n# written by testbed\n"
-    return text + "".join(f"{line}\n" for line in spec.firstboot)
+    return text + "".join(f"{line}\n" for line in lines)
 
 
 def hosts_file(hostname: str, hosts: dict[str, str]) -> str:

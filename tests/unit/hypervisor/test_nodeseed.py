@@ -13,8 +13,8 @@ import yaml
 from testbed.config import project_root
 from testbed.hypervisor.addressing import plan_addresses
 from testbed.hypervisor.nodeprep import interfaces_for, node_macs
-from testbed.hypervisor.nodeseed import FORWARD_NOW, SeedInputs, seed_file, write_node_seed
-from testbed.hypervisor.seed import forward_files
+from testbed.hypervisor.nodeseed import SeedInputs, seed_file, write_node_seed
+from testbed.hypervisor.seed import FORWARD_NOW, forward_files
 from testbed.model.images import load_catalog
 from testbed.model.topology import NetworkSpec, NodeSpec, Topology
 from tests.unit.images.test_cloudinit import read_iso
