@@ -40,6 +40,7 @@ from testbed.egress.query import egress_rows
 from testbed.egress.render import egress_json
 from testbed.hypervisor.lab import Lab, LabNode
 from testbed.model.egress import EgressMode, EgressSpec
+from testbed.model.images import DebootstrapSource
 from testbed.model.topology import NodeSpec, Topology
 from testbed.model.vocab import EgressDecision
 from testbed.runtime import runtime
@@ -47,16 +48,8 @@ from tests.egress_dns import system_resolver
 
 pytestmark = pytest.mark.vm
 
-CODENAME = {
-    "debian-11": "bullseye",
-    "debian-12": "bookworm",
-    "debian-12-openrc": "bookworm",
-    "debian-13": "trixie",
-    "debian-13-cloud": "trixie",
-    "debian-13-cloud-uefi": "trixie",
-}
-"""Each image's release: the mirror fetches must be of its own suite."""
-RELEASES = [pytest.param(image, marks=() if image == "debian-12" else pytest.mark.long, id=image) for image in CODENAME]
+IMAGES = ["debian-11", "debian-12", "debian-12-openrc", "debian-13", "debian-13-cloud", "debian-13-cloud-uefi"]
+RELEASES = [pytest.param(image, marks=() if image == "debian-12" else pytest.mark.long, id=image) for image in IMAGES]
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL = "apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y -o Acquire::Retries=0 haproxy"
@@ -96,6 +89,8 @@ def test_apt_through_the_proxy_denials_and_dns_failures_are_logged(vm_home: Path
 async def _exercise(home: Path, image: str) -> None:
     assert os.environ.get(NETNS_ENV), "scripts/netns-run must name the host's network namespace"
     async with runtime() as rt:
+        source = rt.catalog[image].source
+        assert isinstance(source, DebootstrapSource), f"{image} is not built from Debian's mirror"
         topo = Topology(name="egress", nodes=[NodeSpec(name="box", image=image, memory=768)])
         lab = Lab(topo, rt.catalog, settings=rt.settings, hypervisor=rt.hypervisor, accel=rt.accel.accel)
         async with lab:
@@ -108,12 +103,12 @@ async def _exercise(home: Path, image: str) -> None:
                 settings = EgressSettings.from_env()
                 settings = EgressSettings(netns=settings.netns, nameservers=(resolver,), mirrors=settings.mirrors)
                 async with EgressHub(settings) as hub:
-                    mirror = await _mirror_phase(lab, box, hub, CODENAME[image])
+                    mirror = await _mirror_phase(lab, box, hub, source.suite)
                     dns = await _allow_phase(lab, box, hub)
             _stored(home / image, mirror + dns)
 
 
-async def _mirror_phase(lab: Lab, box: LabNode, hub: EgressHub, codename: str) -> list[EgressRecord]:
+async def _mirror_phase(lab: Lab, box: LabNode, hub: EgressHub, suite: str) -> list[EgressRecord]:
     async with start_egress(lab, EgressSpec(mode=EgressMode.MIRROR), hub) as egress:
         installed = await box.exec(INSTALL, timeout=1200)
         assert installed.ok, installed.stderr[-2000:]
@@ -122,7 +117,7 @@ async def _mirror_phase(lab: Lab, box: LabNode, hub: EgressHub, codename: str) -
         await http_code(box, "https://example.com/")  # CONNECT refused: curl gets no tunnel (logged below)
     rows = _rows(egress)
     allowed = [r for r in rows if r.decision == EgressDecision.ALLOWED]
-    assert any(r.host == "deb.debian.org" and f"/dists/{codename}/" in r.url for r in allowed)
+    assert any(r.host == "deb.debian.org" and f"/dists/{suite}/" in r.url for r in allowed)
     debs = [r for r in allowed if r.url.endswith(".deb") and "/haproxy" in r.url]
     assert debs and all(r.status == 200 and r.bytes > 100_000 for r in debs)
     denied = [r for r in rows if r.decision == EgressDecision.DENIED]
