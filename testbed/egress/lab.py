@@ -3,8 +3,12 @@
 Contracts:
 - `lab_egress_spec(lab, policy)` describes a lab that is up (`testbed.hypervisor.lab.Lab`:
   its lease, address plan and nodes) to the hub.
-- `lab_no_proxy(lab)`: what the guests must reach directly (loopback, node names, the
-  lab's subnets).
+- `lab_no_proxy(lab)`: what the guests must reach directly: loopback, node names, every
+  node's management and data address, then the lab's subnets. The addresses are listed one
+  by one because older clients ignore a CIDR entry in `no_proxy` (curl before 7.86, as on
+  bullseye, wget, Python's urllib): with only the subnets, bullseye's curl sent a request
+  for a site address to the proxy. An address no node holds (a VIP) is covered by its
+  subnet for the newer clients only.
 - `configure_guests(lab, egress)` runs `guest_proxy_commands` on every node, unrecorded
   (`testbed lab up`, VM tests); a run records them itself (see the README's wiring).
   A command that fails is a `HarnessError`.
@@ -49,6 +53,8 @@ class _Plan(Protocol):
     def host_ip(self) -> str: ...
     @property
     def data_subnets(self) -> Mapping[str, ipaddress.IPv4Network]: ...
+    @property
+    def data(self) -> Mapping[str, Mapping[str, str]]: ...
 
 
 class EgressLab(Protocol):
@@ -79,10 +85,12 @@ def lab_egress_spec(lab: EgressLab, policy: EgressSpec) -> LabEgressSpec:
 
 
 def lab_no_proxy(lab: EgressLab) -> list[str]:
-    """Loopback, the lab's node names and its subnets."""
+    """See the module contract."""
     plan = _plan(lab)
+    addresses = [node.mgmt_ip for node in lab.nodes.values()]
+    addresses += [address for members in plan.data.values() for address in members.values()]
     subnets = [str(plan.mgmt_subnet), *(str(s) for s in plan.data_subnets.values())]
-    return no_proxy_for(lab.nodes, subnets)
+    return no_proxy_for([*lab.nodes, *addresses], subnets)
 
 
 async def configure_guests(lab: EgressLab, egress: LabEgress) -> None:
