@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 
 RUN_IDS: dict[str, list[str]] = {}  # label -> run ids of its episodes
+FIRST_STEP_S: dict[str, list[float]] = {}  # label -> seconds of each episode's first step
 
 
 async def ready_group(manager, task: str, size: int, label: str = "") -> float:  # type: ignore[no-untyped-def]
@@ -44,7 +45,9 @@ async def ready_group(manager, task: str, size: int, label: str = "") -> float: 
     took = time.monotonic() - t0
     RUN_IDS.setdefault(label, []).extend(ep.run_id for ep in episodes)
     for ep in episodes:
+        t1 = time.monotonic()
         out = await manager.step(ep.id, {"node": ep.nodes[0], "command": "true"})
+        FIRST_STEP_S.setdefault(label, []).append(time.monotonic() - t1)
         assert out.observation.get("exit_code") == 0, out
     for ep in episodes:
         await manager.delete(ep.id)
@@ -103,7 +106,7 @@ async def main(task: str) -> str:
     with private_home("bench-group-") as tmp:
         db = open_database(f"sqlite:///{tmp}/runs.db")
         async with episode_managers(ROOT, db, fast_max=8) as (cold_mgr, fast_mgr):
-            cold = await ready_group(cold_mgr, task, 1)
+            cold = await ready_group(cold_mgr, task, 1, "cold")
             print(f"cold episode ready in {cold:.1f} s", flush=True)
             build = await ready_group(fast_mgr, task, 1)
             print(f"build episode (cold + save + restore) ready in {build:.1f} s", flush=True)
@@ -117,11 +120,16 @@ async def main(task: str) -> str:
             for label in ("single", "group4", "group8"):
                 print(f"where a {label} restore's time goes (medians): {restore_breakdown(db, RUN_IDS[label])}")
             print(f"a single restore's phases (medians, s): {phase_times(db, RUN_IDS['single'])}", flush=True)
+            cold_step = statistics.median(FIRST_STEP_S["cold"])
+            single_step = statistics.median(FIRST_STEP_S["single"])
+            print(f"first step (`true`): cold episode {cold_step:.2f} s, single restore {single_step:.2f} s "
+                  "(a restore's SSH reconnect and clock finish while the agent reads its first observation)")
     return (
         f"group reset {task}: cold {cold:.1f} s, build {build:.1f} s, single restore {single:.2f} s, "
         f"group4 {group4:.1f} s, group8 {group8:.1f} s; "
         f"group4_over_single={group4 / single:.2f} cold_over_group4={4 * cold / group4:.1f} "
-        f"group8_over_single={group8 / single:.2f} cold_over_group8={8 * cold / group8:.1f}"
+        f"group8_over_single={group8 / single:.2f} cold_over_group8={8 * cold / group8:.1f} "
+        f"single_first_step_s={single_step:.2f} single_to_first_answer_s={single + single_step:.2f}"
     )
 
 

@@ -20,6 +20,10 @@ Contracts:
 - A CLI dialect (a login whose shell is a network CLI, `testbed.guest.dialects`) sends the
   command as it is with an environment token; at the deadline `reaper(token)` (another
   login's channel on the same guest) ends it.
+- `defer(ready)` hands the session a task that makes it ready in the background (a restored
+  guest's reconnect and clock set, `testbed.hypervisor.savedstate.reconnect`): every later
+  `connect` (so every `exec`, `upload`, `download`) waits for it first and raises its
+  failure as `SessionNotReady`, except the calls the task itself makes. `close` cancels it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import shlex
 import socket
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -55,6 +60,15 @@ Reaper = Callable[[str], Awaitable[object]]
 
 class GuestConnectionError(HarnessError):
     """SSH to a guest failed or dropped."""
+
+
+class SessionNotReady(HarnessError):
+    """A deferred preparation (`GuestSession.defer`) failed: no command of the agent ran
+    before it, so this is never the agent's doing."""
+
+
+_PREPARING: ContextVar[bool] = ContextVar("testbed_guest_session_preparing", default=False)
+"""True inside a task handed to `GuestSession.defer` (its own calls do not wait for it)."""
 
 
 def generate_key() -> asyncssh.SSHKey:
@@ -101,13 +115,47 @@ class GuestSession:
         self._channels = asyncio.Semaphore(max_channels)
         self._aux = asyncio.Semaphore(AUX_CHANNELS)
         self._lingering: list[CommandChannel] = []
+        self._pending: asyncio.Task[None] | None = None
+        self._owns_pending = False
+
+    def defer(self, ready: Callable[[], Awaitable[None]]) -> asyncio.Task[None]:
+        """Run `ready()` in a task now; every later `connect` waits for it (see the module
+        contract). Returns the task (another session may `wait_for` it too)."""
+
+        async def preparing() -> None:
+            _PREPARING.set(True)  # this task's own context: its calls pass the gate
+            await ready()
+
+        self._pending = task = asyncio.create_task(preparing(), name=f"ready {self.username}@{self.host}")
+        self._owns_pending = True
+        return task
+
+    def wait_for(self, task: asyncio.Task[None]) -> None:
+        """Make every later `connect` wait for `task` (a sibling session's `defer`; its owner
+        cancels it)."""
+        self._pending, self._owns_pending = task, False
+
+    async def _ready(self) -> None:
+        pending = self._pending
+        if pending is None or _PREPARING.get():
+            return
+        try:
+            await asyncio.shield(pending)
+        except asyncio.CancelledError:
+            if not pending.cancelled():
+                raise  # our caller was cancelled, not the preparation
+            raise SessionNotReady(f"ssh {self.host}: the session's preparation was cancelled") from None
+        except HarnessError as exc:
+            raise SessionNotReady(f"ssh {self.host}: the session never became ready: {exc}") from exc
+        self._pending, self._owns_pending = None, False
 
     def pin_host_key(self, line: str) -> None:
         """Pin another host key (one read over a trusted channel, e.g. the serial console)."""
         self.host_key = asyncssh.import_public_key(line)
 
     async def connect(self, timeout: float = CONNECT_TIMEOUT_S) -> None:
-        """(Re)connect if there is no open connection."""
+        """(Re)connect if there is no open connection (after a deferred preparation)."""
+        await self._ready()
         async with self._connect_lock:
             if self._conn is not None and not self._conn.is_closed():
                 return
@@ -140,6 +188,16 @@ class GuestSession:
                     f"ssh {self.username}@{self.host}:{self.port}: {exc or type(exc).__name__}"
                 ) from exc
 
+    async def _drop_pending(self) -> None:
+        pending, owned = self._pending, self._owns_pending
+        self._pending, self._owns_pending = None, False
+        if pending is None or not owned:
+            return
+        if not pending.done():
+            pending.cancel()
+        with contextlib.suppress(asyncio.CancelledError, HarnessError):
+            await pending  # retrieved: a failure nobody waited for is not logged as lost
+
     async def _bound_socket(self) -> socket.socket:
         """A TCP connection to the guest bound to `bind_device` (`SO_BINDTODEVICE`): the
         route to the guest is the bridge's own (`testbed.hypervisor.mgmtroute`)."""
@@ -155,6 +213,8 @@ class GuestSession:
         return sock
 
     async def close(self) -> None:
+        if not _PREPARING.get():  # the preparation's own retries close and connect again
+            await self._drop_pending()
         self._lingering.clear()  # their channels go with the connection
         conn, self._conn = self._conn, None
         if conn is not None:

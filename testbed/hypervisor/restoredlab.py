@@ -73,8 +73,9 @@ class RestoredLab:
         self.state: LabState | None = None
         self.replica: Replica | None = None
         self.restore_seconds: float | None = None
-        self.failed = False  # up() failed: the slot may be unusable
-        # networks_s (networks + routes), memory_s (overlays + restore), ssh_s (reconnect + clock)
+        self.failed = False  # up() or a node's background reconnect failed: the slot may be unusable
+        # networks_s (networks + routes), memory_s (overlays + restore); the reconnect and clock
+        # run in the background, awaited by each node's first command (`reconnect(background=True)`)
         self.timings: dict[str, float] = {}
 
     def _metadata(self, node: str | None) -> str:
@@ -141,11 +142,15 @@ class RestoredLab:
         self.timings["memory_s"] = time.monotonic() - t0
         for name, node in meta.nodes.items():
             self.nodes[name] = self._lab_node(state.nodes[name], node, lab_dir, client_key)
-        t0 = time.monotonic()
-        await reconnect(self.nodes)
-        self.timings["ssh_s"] = time.monotonic() - t0
+        for task in await reconnect(self.nodes, background=True):  # each node's first command waits for it
+            task.add_done_callback(self._note_reconnect)
         state.status = "ready"
         state.save()
+
+    def _note_reconnect(self, task: asyncio.Task[None]) -> None:
+        """A background reconnect that failed marks the slot unusable, as a failed `up` does."""
+        if not task.cancelled() and task.exception() is not None:
+            self.failed = True
 
     async def _create_networks(self, state: LabState, replica: Replica) -> None:
         """The slot's networks under the replica's names, each recorded in the state file

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -219,20 +220,36 @@ async def restore_domains(hv: Hypervisor, store: SlotStore, meta: SlotMeta, meta
     await asyncio.gather(*(one(n) for n in meta.nodes.values()))
 
 
-async def reconnect(nodes: Mapping[str, LabNode], *, timeout: float = 120.0) -> None:
+async def reconnect(
+    nodes: Mapping[str, LabNode], *, timeout: float = 120.0, background: bool = False
+) -> list[asyncio.Task[None]]:
     """Fresh SSH sessions after a restore (those from before the save are dead), and each
     guest's clock set to the host's (it stopped while the state was saved) by the first
-    command of the new session (one round trip: the clock command is the readiness probe)."""
+    command of the new session (one round trip: the clock command is the readiness probe).
+
+    With `background`, each node's reconnect runs in a task its harness session (and the
+    agent's own login beside it) waits for (`GuestSession.defer`): this returns at once, so
+    a restored episode is ready while SSH is still being set up, and the first command on a
+    node waits for that node's reconnect and clock. A reconnect that fails surfaces at that
+    first command as `SessionNotReady` (a fault outside the guest, never the agent's).
+    Returns the background tasks (none without `background`)."""
 
     def set_clock() -> str:
         return f"date -u -s @{time.time():.3f} >/dev/null || true"  # as before: a clock refusal is not fatal
 
     async def one(node: LabNode) -> None:
-        if node.image.readiness.method != "ssh":
-            return
         await wait_for_ssh(node.session, timeout=timeout, alive=node.is_running, name=node.name, probe=set_clock)
 
-    await asyncio.gather(*(one(n) for n in nodes.values()))
+    ssh_nodes = [n for n in nodes.values() if n.image.readiness.method == "ssh"]
+    if not background:
+        await asyncio.gather(*(one(n) for n in ssh_nodes))
+        return []
+    tasks = []
+    for node in ssh_nodes:
+        tasks.append(task := node.session.defer(functools.partial(one, node)))
+        if node.agent_session is not None:
+            node.agent_session.wait_for(task)
+    return tasks
 
 
 def new_session(node: NodeState, client_key: asyncssh.SSHKey, *, bind_device: str | None = None) -> GuestSession:

@@ -18,6 +18,7 @@ from testbed.db.models import Command, Finding
 from testbed.db.recorder import RunRecorder
 from testbed.errors import InputError
 from testbed.guest.result import ExecResult
+from testbed.guest.ssh import SessionNotReady
 from testbed.model.task import Check
 from testbed.runner.recording import CommandRecorder
 from testbed.runner.session import AgentSession
@@ -162,3 +163,21 @@ def test_replay_file_errors_name_the_line(tmp_path: Path) -> None:
         replay_agent(path)
     path.write_text(json.dumps({"node": "n", "command": "ls"}) + "\n")
     assert replay_agent(path).actions == [Action("n", "ls")]
+
+
+class NotReadyNode(FakeNode):
+    """A restored node whose background reconnect failed; `hypervisor` is something the
+    lockout diagnosis would have to ask (it must not: no agent command ran yet)."""
+
+    hypervisor = object()  # type: ignore[assignment]
+
+    async def exec(self, command: str, **_kw):
+        raise SessionNotReady("ssh n: the session never became ready: SSH not ready after 120 s")
+
+
+def test_a_restored_node_that_never_became_ready_is_the_harness_fault_not_a_lockout(recorder: RunRecorder) -> None:
+    session = AgentSession({"n": NotReadyNode("n")}, CommandRecorder(recorder), context(), SafetyPolicy())
+    with pytest.raises(SessionNotReady):
+        asyncio.run(session.step(Action("n", "systemctl status nginx")))
+    (row,) = rows(recorder, Command)
+    assert row.exit_code is None and "never became ready" in (row.error or "")
