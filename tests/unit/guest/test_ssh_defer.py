@@ -4,23 +4,13 @@ clock) that every later command waits for, against a real OpenSSH sshd on loopba
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from testbed.errors import HarnessError
 from testbed.guest.ssh import GuestSession, SessionNotReady
-from tests.unit.guest.sshd import needs_sshd, running_sshd
+from tests.unit.guest.sshd import needs_sshd
 
 pytestmark = needs_sshd
-
-
-@pytest.fixture(scope="module")
-def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, object, str, Path]]:
-    work = tmp_path_factory.mktemp("sshd")
-    with running_sshd(work) as (port, client_key, host_key):
-        yield port, client_key, host_key, work
 
 
 def _session(server: tuple[int, object, str, Path]) -> GuestSession:

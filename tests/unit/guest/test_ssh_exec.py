@@ -8,22 +8,14 @@ import asyncio
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from testbed.guest.ssh import GuestConnectionError, GuestSession
-from tests.unit.guest.sshd import needs_sshd, running_sshd
+from tests.unit.guest.sshd import needs_sshd
 
 pytestmark = needs_sshd
-
-
-@pytest.fixture(scope="module")
-def sshd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, object, str, Path]]:
-    work = tmp_path_factory.mktemp("sshd")
-    with running_sshd(work) as (port, client_key, host_key):
-        yield port, client_key, host_key, work
 
 
 @pytest.fixture
