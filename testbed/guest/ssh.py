@@ -23,7 +23,8 @@ Contracts:
 - `defer(ready)` hands the session a task that makes it ready in the background (a restored
   guest's reconnect and clock set, `testbed.hypervisor.savedstate.reconnect`): every later
   `connect` (so every `exec`, `upload`, `download`) waits for it first and raises its
-  failure as `SessionNotReady`, except the calls the task itself makes. `close` cancels it.
+  failure as `SessionNotReady`, except the calls the task itself makes. `close` waits for
+  it; `close(abandon=True)` (teardown) cancels it.
 """
 
 from __future__ import annotations
@@ -212,9 +213,16 @@ class GuestSession:
             raise
         return sock
 
-    async def close(self) -> None:
+    async def close(self, *, abandon: bool = False) -> None:
+        """Drop the connection. A deferred preparation still running is waited for first
+        (its work, e.g. a restored guest's clock, is not lost; its failure surfaces at the
+        next `connect`), or cancelled with `abandon` (tearing the lab down)."""
         if not _PREPARING.get():  # the preparation's own retries close and connect again
-            await self._drop_pending()
+            if abandon:
+                await self._drop_pending()
+            elif self._pending is not None:
+                with contextlib.suppress(SessionNotReady):
+                    await self._ready()
         self._lingering.clear()  # their channels go with the connection
         conn, self._conn = self._conn, None
         if conn is not None:

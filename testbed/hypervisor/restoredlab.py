@@ -214,7 +214,7 @@ class RestoredLab:
         await run_to_completion(self._teardown())
 
     async def _teardown(self) -> None:
-        await asyncio.gather(*(n.session.close() for n in self.nodes.values()), return_exceptions=True)
+        await asyncio.gather(*(n.session.close(abandon=True) for n in self.nodes.values()), return_exceptions=True)
         self.nodes = {}
         state, self.state = self.state, None
         if state is None:

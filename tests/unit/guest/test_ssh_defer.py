@@ -69,7 +69,30 @@ def test_a_failed_preparation_fails_every_later_command_as_not_ready(
     assert "SSH not ready after 120 s" in str(outcomes[0])
 
 
-def test_close_cancels_a_preparation_still_running(sshd_server: tuple[int, object, str, Path]) -> None:
+def test_close_waits_for_the_preparation_and_abandon_cancels_it(
+    sshd_server: tuple[int, object, str, Path], tmp_path: Path
+) -> None:
+    """A harness that closes and reconnects (the access check after a do-nothing agent) must
+    not lose a restored guest's clock set: `close` waits for it."""
+    mark = tmp_path / "clock-set"
+
+    async def main() -> bool:
+        session = _session(sshd_server)
+
+        async def prepare() -> None:
+            await asyncio.sleep(0.5)
+            await session.exec(f"touch {mark}")
+
+        session.defer(prepare)
+        await session.close()
+        done = mark.exists()
+        await session.close(abandon=True)
+        return done
+
+    assert asyncio.run(main())
+
+
+def test_abandon_cancels_a_preparation_still_running(sshd_server: tuple[int, object, str, Path]) -> None:
     async def main() -> tuple[bool, bool]:
         session = _session(sshd_server)
         started = asyncio.Event()
@@ -80,7 +103,7 @@ def test_close_cancels_a_preparation_still_running(sshd_server: tuple[int, objec
 
         task = session.defer(prepare)
         await started.wait()
-        await session.close()
+        await session.close(abandon=True)
         others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         return task.cancelled(), bool(others)
 
