@@ -12,6 +12,8 @@ virtio-serial port, and the serial console log — and returns an `AccessLoss`:
   console), it was switched to rescue/emergency mode, sshd is gone, the management link is
   down or lost its address, or the harness's SSH is filtered while sshd listens: the agent
   caused it (`agent_caused`), with the reason and the evidence (which probe showed it).
+- A session that never became ready after a restore (`SessionNotReady`: no agent command
+  ran before it): outside the guest → not the agent's, whatever the guest looks like.
 - The guest still runs but answers neither SSH nor its guest agent, and the console shows
   nothing else: the agent's (the host side is what the harness controls and it is intact).
 `oob_usable` says whether the guest agent answers, so verification and the after_agent
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from testbed.errors import AgentFailure, HarnessError
+from testbed.guest.ssh import SessionNotReady
 from testbed.hypervisor.guestagent import GuestAgentUnavailable
 from testbed.hypervisor.lab import LabNode
 from testbed.runner.reboot import console_tail
@@ -98,8 +101,8 @@ async def diagnose(node: LabNode, fault: HarnessError, *, settle_s: float = SETT
     rebooting, panicking): it is watched for up to `settle_s` seconds — its domain state,
     its console and SSH — before it is judged silent."""
     evidence: dict[str, Any] = {"fault": str(fault)}
-    if node.hypervisor is None:  # nothing outside the guest to ask: it cannot be the agent's
-        return AccessLoss(node.name, False, f"{node.name}: {fault}", evidence)
+    if node.hypervisor is None or isinstance(fault, SessionNotReady):
+        return AccessLoss(node.name, False, f"{node.name}: {fault}", evidence)  # cannot be the agent's
     deadline = time.monotonic() + settle_s
     while True:
         stopped = await _stopped(node, evidence)

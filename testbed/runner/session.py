@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from testbed.agents.base import Action, Agent, AgentContext, Observation
 from testbed.analysis import SafetyDecision, SafetyPolicy, analyze
 from testbed.errors import AgentFailure, HarnessError
-from testbed.guest.ssh import SessionNotReady
 from testbed.hypervisor.lab import LabNode
 from testbed.model.vocab import Source
 from testbed.runner.lockout import AccessLoss, AccessLost, diagnose
@@ -95,8 +94,6 @@ class AgentSession:
                 timeout=timeout,
                 idle_timeout=self.context.command_idle_s,
             )
-        except SessionNotReady:
-            raise  # the restored guest never came back: the harness's fault, not the agent's
         except HarnessError as exc:
             return await self._transport_failure(node, action, exc)
         result = recorded.result

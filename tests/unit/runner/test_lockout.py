@@ -11,6 +11,7 @@ import pytest
 
 from testbed.errors import GuestLost, HarnessError
 from testbed.guest.result import ExecResult
+from testbed.guest.ssh import SessionNotReady
 from testbed.hypervisor.connection import DomainStatus
 from testbed.hypervisor.events import StopEvent
 from testbed.runner.lockout import LOCKOUT, diagnose
@@ -136,6 +137,14 @@ def test_no_hypervisor_cannot_blame_the_agent(tmp_path: Path) -> None:
     node.hypervisor = None  # type: ignore[assignment]
     loss = run(node)
     assert not loss.agent_caused and not loss.recovered
+
+
+def test_a_session_that_never_became_ready_after_a_restore_is_not_a_lockout(tmp_path: Path) -> None:
+    """Even when the guest looks cut off (sshd stopped), no agent command ran before it."""
+    node = Node(tmp_path, RUNNING, oob=FakeOob(True, probe(sshd="stopped", listen="0")))
+    fault = SessionNotReady("ssh 10.9.0.2: the session never became ready: SSH not ready after 120 s")
+    loss = asyncio.run(diagnose(node, fault, settle_s=0))  # type: ignore[arg-type]
+    assert not loss.agent_caused and not loss.recovered and "never became ready" in loss.reason
 
 
 class SequenceHypervisor:
