@@ -16,6 +16,8 @@
 #    the nodes stopped in the same instant none may have the flag; on db1 only, after 4
 #    minutes without a primary component while both peers are up and trying (port 4567),
 #    and with a clean shutdown position of its own, db1 takes the flag and bootstraps.
+#    That position is read once, before the first start: a start that finds no primary
+#    component leaves seqno -1 behind (the node ran), so a later read would never see it.
 set -eu
 host=$(hostname)
 case "$host" in
@@ -56,7 +58,8 @@ cat > /usr/local/sbin/galera-autostart <<'SH'
 # component; the others start mariadb.service until they have joined it (a joiner that
 # finds no primary component gives up after wsrep's 30 s wait). With --last-resort (db1
 # only): when after 240 s no node has bootstrapped although both peers are up and trying,
-# and this node was shut down cleanly (a seqno in grastate.dat), take the flag and bootstrap.
+# and this node was shut down cleanly (a seqno in grastate.dat at boot, before the first
+# start attempt rewrote it to -1), take the flag and bootstrap.
 set -u
 grastate=/var/lib/mysql/grastate.dat
 peers="192.168.66.11 192.168.66.12 192.168.66.13"
@@ -71,6 +74,9 @@ clean_seqno() {
   s=$(sed -n 's/^seqno:[[:space:]]*//p' "$grastate" 2>/dev/null)
   [ -n "$s" ] && [ "$s" != -1 ]
 }
+# read before the first start attempt: a failed join leaves seqno -1 in grastate.dat
+shut_down_cleanly=no
+clean_seqno && shut_down_cleanly=yes
 while :; do
   if systemctl is-active --quiet mariadb.service; then
     echo "mariadb is running"
@@ -86,7 +92,7 @@ while :; do
     printf '%s\n' $self | grep -qxF "$p" && continue
     timeout 3 bash -c "exec 3<>/dev/tcp/$p/4567" 2>/dev/null && seen[$p]=1
   done
-  if [ "$last_resort" = yes ] && [ $((SECONDS - start)) -ge 240 ] && [ "${#seen[@]}" -ge 2 ] && clean_seqno; then
+  if [ "$last_resort" = yes ] && [ $((SECONDS - start)) -ge 240 ] && [ "${#seen[@]}" -ge 2 ] && [ "$shut_down_cleanly" = yes ]; then
     echo "no primary component after $((SECONDS - start)) s, both peers waiting, none safe to bootstrap: db1 bootstraps"
     sed -i -E 's/^safe_to_bootstrap:.*/safe_to_bootstrap: 1/' "$grastate"
     galera_new_cluster && exit 0
