@@ -32,10 +32,10 @@
 # Speed. Guests may run under full emulation (QEMU TCG), where every process spawn costs tens
 # of milliseconds, so the script spawns as few processes as it can: all output goes through
 # ONE awk process (the "filter", TB_FILTER below) that frames and caps every part, reads
-# plain files (passwd, crontabs, /proc/mounts, ...) itself, names file owners, and filters
-# shared command output (one `systemctl list-units` serves services and timers). The shell
-# talks to the filter with control lines "\036NONCE VERB ARGS" (unforgeable: they carry the
-# nonce; found even after an unterminated last output line):
+# plain files (passwd, crontabs, /proc/mounts, the process table, ...) itself, names file
+# owners, and filters shared command output (one `systemctl list-units` serves services
+# and timers). The shell talks to the filter with control lines "\036NONCE VERB ARGS"
+# (unforgeable: they carry the nonce; found even after an unterminated last output line):
 #   p NAME MAX MODE                  part begin; MODE - (plain), u (unique lines), S (stat
 #                                    lines: numeric owner/group placeholders get their names
 #                                    from /etc/passwd and /etc/group, read once instead of
@@ -53,6 +53,7 @@
 #   N names|prune|deps WORD...       secret name globs, dirs secrets skip, app's dep trees
 #   W SET, H SET, G SET              a set's stat lines, hashes, PEM headers (from the walk)
 #   F FILE, h FILE, Z DIR            one file's stat line or hash; unit-file states under DIR
+#   P /proc/PID...                   the process table, read from /proc (no ps process)
 
 # TESTBED_PROBE_PATH overrides the search path (tests use it to run with busybox tools only).
 PATH=${TESTBED_PROBE_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
@@ -373,6 +374,39 @@ function wpart(S, how,   i, p, k) {
         }
     }
 }
+# ---- the process table from /proc (verb P; see p_processes) ----
+# One "PID PPID USER ARGS" line per process, as `ps -e -ww -o pid=,ppid=,user:32=,args=`
+# prints it in the C locale: the name of the effective user (numeric when /etc/passwd has
+# none), the command line with NULs and newlines as blanks, other control characters as
+# ".", bytes above 127 as "?", "[NAME]" when it is empty (a kernel thread), "[NAME]
+# <defunct>" for a zombie. A process that exits meanwhile is left out. awk must keep NUL
+# bytes in a record (mawk, gawk): the shell sends P only then.
+function proctable(s,   np, p, k, f, x, a, ppid, uid, nm, st, cmd, nl, found) {
+    ids()
+    np = split(s, p, " ")
+    for (k = 1; k <= np; k++) {
+        f = p[k] "/status"; ppid = ""; uid = ""; nm = ""; st = ""
+        while ((getline x < f) > 0) {
+            if (substr(x, 1, 5) == "Name:") { nm = x; sub(/^Name:[ \t]*/, "", nm) }
+            else if (substr(x, 1, 6) == "State:") { st = x; sub(/^State:[ \t]*/, "", st); st = substr(st, 1, 1) }
+            else if (substr(x, 1, 5) == "PPid:") { ppid = x; sub(/^PPid:[ \t]*/, "", ppid) }
+            else if (substr(x, 1, 4) == "Uid:") { split(x, a, /[ \t]+/); uid = a[3] }
+        }
+        close(f)
+        if (ppid !~ /^[0-9]+$/ || uid !~ /^[0-9]+$/) continue
+        f = p[k] "/cmdline"; cmd = ""; nl = 0
+        while ((getline x < f) > 0) cmd = cmd ((nl++) ? " " : "") x
+        close(f)
+        gsub(/\000/, " ", cmd)
+        sub(/ +$/, "", cmd)
+        gsub(/[\001-\037\177]/, ".", cmd)
+        gsub(/[\200-\377]/, "?", cmd)
+        if (cmd == "") cmd = "[" nm "]" ((st == "Z") ? " <defunct>" : "")
+        put(substr(p[k], 7) " " ppid " " ((uid in uname) ? uname[uid] : uid) " " cmd)
+        found++
+    }
+    if (!found) { ferr = 1; errs[++nerr] = "no process found under /proc" }
+}
 function ctl(s,   a, verb, rc, ef, x, i, k) {
     split(s, a, " ")
     verb = a[1]
@@ -403,6 +437,8 @@ function ctl(s,   a, verb, rc, ef, x, i, k) {
         if (x in hl) put(hl[x])
     } else if (verb == "Z") {
         if (inpart) unitstates(substr(s, 3))
+    } else if (verb == "P") {
+        if (inpart) proctable(substr(s, 3))
     } else if (verb == "r") {
         for (i = 1; i <= nb; i++) put(buf[i])
         for (i = 1; i <= nb; i++) delete buf[i]
@@ -1148,7 +1184,13 @@ tb_ps() {
 }
 
 p_processes() {
-    if tb_have ps; then
+    # The output filter reads the table from /proc itself where it can (no ps process:
+    # about a tenth of a snapshot under emulation); otherwise ps, or a shell walk of /proc.
+    if [ -n "$TB_PROC_AWK" ] && [ -r /proc/self/status ]; then
+        tb_ctl p ps 5000 -
+        tb_ctl P /proc/[0-9]*
+        tb_part_end ps 0
+    elif tb_have ps; then
         tb_part ps 5000 tb_ps
     else
         tb_part proc 5000 tb_proc_walk
@@ -1604,6 +1646,15 @@ if [ -n "$TB_W" ] && [ -z "$TB_W_KEPT" ]; then
     trap 'exit 143' HUP INT TERM
 fi
 # Everything goes through the filter: without awk there is no output to frame.
+tb_which awk
+TB_AWK=$TB_WHICH
+# busybox's awk cuts a record at a NUL byte (/proc/PID/cmdline): processes then come from
+# ps; TESTBED_PROBE_PORTABLE=1 asks for ps too.
+TB_PROC_AWK=
+if [ -n "$TB_AWK" ] && [ -z "${TESTBED_PROBE_PORTABLE:-}" ]; then
+    tb_which busybox
+    { [ -n "$TB_WHICH" ] && [ "$TB_AWK" -ef "$TB_WHICH" ]; } || TB_PROC_AWK=1
+fi
 if ! tb_have awk; then
     tb_up
     printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"

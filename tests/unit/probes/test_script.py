@@ -186,10 +186,40 @@ def test_sysctl_values_come_from_proc_sys() -> None:
     # the same keys `sysctl -a` prints: its deprecated neighbour timers are left out
     assert not any(k.endswith((".retrans_time", ".base_reachable_time")) for k in values)
     assert all(k.startswith(("net.", "kernel.", "vm.")) for k in values)
-    # the script's own processes (the shell, the output filter, ps) are not listed
+    # the script's own processes (the shell, the output filter) are not listed; another
+    # test's snapshot may run beside this one, so only this run's work directory counts
+    own = f"testbed-probe.{parsed['_meta']['script_pid']}."
     commands = [p["command"] for p in parsed["processes"]["processes"]]
-    assert not any("filter.awk" in c or str(SCRIPT_PATH) in c for c in commands)
+    assert not any(own in c for c in commands)
     assert parsed["processes"]["excluded_self"] >= 2
+
+
+@pytest.mark.skipif(not shutil.which("ps"), reason="ps is not installed")
+def test_the_filter_reads_the_process_table_as_ps_prints_it() -> None:
+    odd = subprocess.Popen(["sh", "-c", "sleep 30", "tab\there", "new\nline", "caf\u00e9"])
+    zombie = subprocess.Popen(["sleep", "0"])  # not reaped until wait(): a zombie meanwhile
+    time.sleep(0.3)
+    try:
+        _, parsed = _run(["sh"], "processes")
+        _, portable = _run(["sh"], "processes", env={"TESTBED_PROBE_PORTABLE": "1"})
+    finally:
+        odd.kill()
+        odd.wait()
+        zombie.wait()
+    assert parsed["processes"]["part_rc"] == {"ps": 0}
+    assert "unparsed" not in parsed["processes"] and "unparsed" not in portable["processes"]
+    # no ps process of its own: only the shell, its pipeline half and the filter
+    assert parsed["processes"]["excluded_self"] < portable["processes"]["excluded_self"]
+    rows = {p["pid"]: p for p in parsed["processes"]["processes"]}
+    ps_rows = {p["pid"]: p for p in portable["processes"]["processes"]}
+    me = os.getpid()
+    for pid in (1, me, odd.pid, zombie.pid):  # alive through both runs: the same user and command line
+        assert rows[pid]["user"] == ps_rows[pid]["user"], pid
+        assert rows[pid]["command"] == ps_rows[pid]["command"], pid
+    assert rows[me]["ppid"] == os.getppid()
+    assert rows[odd.pid]["command"] == "sh -c sleep 30 tab.here new line caf??"
+    assert rows[zombie.pid]["command"] == "[sleep] <defunct>"
+    assert (parsed["processes"]["kernel_threads"] > 0) == (portable["processes"]["kernel_threads"] > 0)
 
 
 @pytest.mark.parametrize("shell", _shells(), ids=" ".join)
