@@ -9,7 +9,9 @@ the guest with its output thrown away (`sh snapshot.sh >/dev/null`, so no transf
 parse); and an instrumented copy of the script that prints, to stderr, the milliseconds of
 the one walk and of every probe (each probe's time includes waiting on the filter, which
 runs beside it in the pipeline). The host-side parse of one snapshot's output is timed
-alone. The last line carries the medians as `name=value` pairs (seconds).
+alone. Then each command the script still starts is timed on its own (`SPAWNED`, net of
+the `date` timer's cost, which is one process start: `spawn_s`). The last line carries the
+medians as `name=value` pairs (seconds).
 """
 
 from __future__ import annotations
@@ -37,6 +39,31 @@ from testbed.runner.snapshots import snapshot_node  # noqa: E402
 from testbed.runtime import runtime  # noqa: E402
 
 ENV = "TESTBED_PROBE_WORKDIR=/run/testbed/work TESTBED_PROBE_CACHE=/run/testbed/cache"
+
+SPAWNED = {
+    "awk_filter": "awk -f /run/testbed/work/filter.awk </dev/null",
+    "find_etc": "find /etc -xdev -fprintf /dev/null '%p'",
+    "sha256_etc": "find /etc -xdev -type f -size -1024k -exec sha256sum {} + >/dev/null",
+    "grep_sysctl": "grep -rs '' /proc/sys/net /proc/sys/kernel /proc/sys/vm >/dev/null",
+    "systemctl": "systemctl list-units --all --plain --no-legend --no-pager >/dev/null",
+    "ss": "ss -Htlnup >/dev/null",
+    "ip": "ip -o addr show >/dev/null",
+    "df": "timeout 15 df -P >/dev/null",
+    "ps": "ps -e -ww -o pid=,ppid=,user:32=,args= >/dev/null",
+}
+"""What the script still starts per snapshot (ip three times), and ps, which it no longer does."""
+
+
+def spawn_costs_script(n: int) -> str:
+    """A script printing `COST name ms` lines: each command of `SPAWNED` timed `n` times,
+    and `date` itself (the timer's own cost, subtracted from the others)."""
+    now = "$(date +%s%N)"
+    timed = {"date": ":", **SPAWNED}
+    lines = [
+        f'for i in $(seq {n}); do t0={now}; {command}; t1={now}; echo "COST {name} $(( (t1 - t0) / 1000000 ))"; done'
+        for name, command in timed.items()
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def instrumented(script: str) -> str:
@@ -84,6 +111,18 @@ async def main(n: int) -> str:
                     prof = await node.session.exec(f"{ENV} sh /run/testbed/prof.sh >/dev/null", timeout=300)
                     for name, ms in re.findall(r"^PROF (\w+) (\d+)$", prof.stderr, re.M):
                         probes.setdefault(name, []).append(int(ms) / 1000)
+                await node.session.upload(spawn_costs_script(n).encode(), "/run/testbed/costs.sh")
+                costs_out = await node.session.exec("sh /run/testbed/costs.sh", timeout=600)
+    costs: dict[str, list[float]] = {}
+    for name, ms in re.findall(r"^COST (\w+) (\d+)$", costs_out.stdout, re.M):
+        costs.setdefault(name, []).append(int(ms) / 1000)
+    timer = statistics.median(costs.pop("date"))
+    net = {k: max(0.0, statistics.median(v) - timer) for k, v in costs.items()}
+    print(
+        f"per command, net of the timer's own {timer:.3f} s (medians, s): "
+        + ", ".join(f"{k} {v:.3f}" for k, v in sorted(net.items(), key=lambda kv: -kv[1])),
+        flush=True,
+    )
     med = {k: statistics.median(v) for k, v in probes.items()}
     top = sorted(med.items(), key=lambda kv: -kv[1])
     print("per probe (medians, s): " + ", ".join(f"{k} {v:.2f}" for k, v in top), flush=True)
@@ -91,7 +130,8 @@ async def main(n: int) -> str:
     print(f"output {len(raw.stdout) / 1024:.0f} KiB; host parse {parse_s:.2f} s; {n} of each", flush=True)
     return (
         f"true_s={m_true:.3f} snapshot_s={m_snap:.2f} script_alone_s={m_script:.2f} parse_s={parse_s:.2f} "
-        f"probes_sum_s={sum(med.values()):.2f} snapshot_over_script={m_snap / m_script:.2f}"
+        f"probes_sum_s={sum(med.values()):.2f} snapshot_over_script={m_snap / m_script:.2f} "
+        f"spawn_s={timer:.3f} ps_s={net['ps']:.3f}"
     )
 
 
