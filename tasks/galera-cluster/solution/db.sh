@@ -14,7 +14,8 @@
 #    /usr/local/sbin/galera-autostart instead: galera_new_cluster where safe_to_bootstrap is 1,
 #    otherwise `systemctl start mariadb` again every few seconds until it has joined. When
 #    the nodes stopped in the same instant none may have the flag; on db1 only, after 4
-#    minutes without a primary component while both peers are up and trying (port 4567),
+#    minutes without a primary component while both peers are up (their Galera, MariaDB or
+#    SSH port answers; each is in its own join loop, or it would have formed a primary),
 #    and with a clean shutdown position of its own, db1 takes the flag and bootstraps.
 #    That position is read once, before the first start: a start that finds no primary
 #    component leaves seqno -1 behind (the node ran), so a later read would never see it.
@@ -57,7 +58,7 @@ cat > /usr/local/sbin/galera-autostart <<'SH'
 # left the cluster last (safe_to_bootstrap: 1 in grastate.dat) bootstraps a new primary
 # component; the others start mariadb.service until they have joined it (a joiner that
 # finds no primary component gives up after wsrep's 30 s wait). With --last-resort (db1
-# only): when after 240 s no node has bootstrapped although both peers are up and trying,
+# only): when after 240 s no node has bootstrapped although both peers are up,
 # and this node was shut down cleanly (a seqno in grastate.dat at boot, before the first
 # start attempt rewrote it to -1), take the flag and bootstrap.
 set -u
@@ -77,6 +78,7 @@ clean_seqno() {
 # read before the first start attempt: a failed join leaves seqno -1 in grastate.dat
 shut_down_cleanly=no
 clean_seqno && shut_down_cleanly=yes
+echo "at boot: $(tr '\n' ' ' < "$grastate" 2>/dev/null) (clean shutdown: $shut_down_cleanly)"
 while :; do
   if systemctl is-active --quiet mariadb.service; then
     echo "mariadb is running"
@@ -90,8 +92,13 @@ while :; do
   fi
   for p in $peers; do
     printf '%s\n' $self | grep -qxF "$p" && continue
-    timeout 3 bash -c "exec 3<>/dev/tcp/$p/4567" 2>/dev/null && seen[$p]=1
+    # up: its sshd answers (the Galera ports are open only for the short gcomm phase of
+    # a join attempt, after galera_recovery's minutes under emulation: rarely both at once)
+    for port in 4567 3306 22; do
+      timeout 3 bash -c "exec 3<>/dev/tcp/$p/$port" 2>/dev/null && { seen[$p]=1; break; }
+    done
   done
+  echo "no primary component yet after $((SECONDS - start)) s; peers seen up: ${!seen[*]}"
   if [ "$last_resort" = yes ] && [ $((SECONDS - start)) -ge 240 ] && [ "${#seen[@]}" -ge 2 ] && [ "$shut_down_cleanly" = yes ]; then
     echo "no primary component after $((SECONDS - start)) s, both peers waiting, none safe to bootstrap: db1 bootstraps"
     sed -i -E 's/^safe_to_bootstrap:.*/safe_to_bootstrap: 1/' "$grastate"
