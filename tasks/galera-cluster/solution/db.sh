@@ -7,7 +7,10 @@
 # 2. db1 bootstraps the cluster (galera_new_cluster: its data, {{ db }} and app, is the
 #    cluster's); db2 and db3 are started normally and join it, their own default data
 #    replaced by a state snapshot from the cluster.
-# 3. Coming back after every node reboots: a graceful shutdown deletes gvwstate.dat, so
+# 3. mariadb.socket (socket activation on 3306, enabled by the package) is disabled: after
+#    a reboot it held 3306, so clients hung in the handshake and every start failed in
+#    galera_recovery (its --wsrep-recover run binds 3306 itself).
+# 4. Coming back after every node reboots: a graceful shutdown deletes gvwstate.dat, so
 #    pc.recovery alone restores nothing; only grastate.dat's safe_to_bootstrap flag on the
 #    node that left last says which one may start a new cluster. mariadb.service is no
 #    longer started at boot by itself; galera-autostart.service runs
@@ -125,6 +128,10 @@ WantedBy=multi-user.target
 UNIT
 systemctl daemon-reload
 systemctl disable mariadb.service
+# The package enables socket activation (mariadb.socket on 3306): after a reboot systemd
+# holds 3306, so clients hang in the handshake and galera_recovery's --wsrep-recover run,
+# which binds 3306 itself, fails every start. The autostart alone starts mariadb.
+systemctl disable --now mariadb.socket
 systemctl enable galera-autostart.service
 
 if [ "$host" = db1 ]; then
