@@ -131,7 +131,9 @@ systemctl disable mariadb.service
 # The package enables socket activation (mariadb.socket on 3306): after a reboot systemd
 # holds 3306, so clients hang in the handshake and galera_recovery's --wsrep-recover run,
 # which binds 3306 itself, fails every start. The autostart alone starts mariadb.
-systemctl disable --now mariadb.socket
+if systemctl cat mariadb.socket >/dev/null 2>&1; then
+  systemctl disable --now mariadb.socket
+fi
 systemctl enable galera-autostart.service
 
 if [ "$host" = db1 ]; then
