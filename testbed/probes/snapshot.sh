@@ -1655,7 +1655,7 @@ if [ -n "$TB_AWK" ] && [ -z "${TESTBED_PROBE_PORTABLE:-}" ]; then
     tb_which busybox
     { [ -n "$TB_WHICH" ] && [ "$TB_AWK" -ef "$TB_WHICH" ]; } || TB_PROC_AWK=1
 fi
-if ! tb_have awk; then
+if [ -z "$TB_AWK" ]; then
     tb_up
     printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"
     echo "snapshot: awk not found" >&2
