@@ -8,6 +8,12 @@ then reads both jobs' final runs from the database and merges their rows into th
 `--from-jobs ORACLE_JOB NOOP_JOB [TASK...]` only writes the report from two finished jobs
 (the named tasks' rows only, when tasks are named).
 
+`--audit` runs nothing: it lists the cells the report does not hold as current and ok
+(`testbed.scheduler.validation_audit`: missing, problem, stale since the task changed,
+undeclared) and exits 0 only when there are none. `--pending` validates the tasks that
+have such a cell (every release of each), so repeated partial runs converge on a report
+that covers the whole library at its present files.
+
 `--ci` is CI's selection (scripts/test.sh): the smoke set (`CI_SMOKE`) plus the tasks whose
 files changed since the newest commit the report names (the last validation run), at most
 `CI_MAX_TOUCHED` of them (the most recently changed) and none whose last validation took
@@ -39,6 +45,7 @@ from testbed.errors import HarnessError, InputError
 from testbed.model.taskload import discover_tasks, load_task
 from testbed.runtime import image_catalog
 from testbed.scheduler.validation import Row, collect, job_spec, merge_report, parse_rows, seconds
+from testbed.scheduler.validation_audit import Gap, GapKind, audit, summary
 
 JOB_LINE = re.compile(r"^job ([0-9a-f]{32})\b", re.MULTILINE)
 AGENTS = ("oracle", "noop")
@@ -77,6 +84,34 @@ def touched_tasks(root: Path, rows: list[Row]) -> list[str]:
         if is_task and parts[1] not in seen:
             seen.append(parts[1])
     return seen
+
+
+def changed_since(root: Path, task: str, commit: str) -> bool | None:
+    """True when tasks/TASK changed in a commit after `commit`, None when `commit` is not
+    in this history (`validation_audit.ChangedSince`)."""
+    try:
+        found = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+                               capture_output=True, text=True, check=False)  # fmt: skip
+        if found.returncode != 0:
+            return None
+        return bool(_git(root, "log", "--format=%h", f"{commit}..HEAD", "--", f"tasks/{task}").strip())
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def declared_cells(root: Path) -> dict[str, list[str]]:
+    """Every task of the library and the releases it declares (`InputError` for a task that
+    does not load)."""
+    catalog = set(image_catalog())
+    tasks = (load_task(d, images=catalog, root=root) for d in discover_tasks(root))
+    return {t.id: list(t.definition.images) for t in sorted(tasks, key=lambda t: t.id)}
+
+
+def report_gaps(root: Path, report: Path) -> tuple[list[Gap], int]:
+    """The audit of `report` against the library under `root`, and how many cells it declares."""
+    declared = declared_cells(root)
+    gaps = audit(report_rows(report), declared, lambda task, commit: changed_since(root, task, commit))
+    return gaps, sum(len(r) for r in declared.values())
 
 
 def build_first_images(ids: list[str], root: Path, out: Console) -> None:
@@ -182,6 +217,12 @@ def validate(
     ci: Annotated[
         bool, typer.Option("--ci", help="the smoke set and the tasks changed since the report's last run")
     ] = False,
+    audit_only: Annotated[
+        bool, typer.Option("--audit", help="run nothing: list the cells that are not current and ok")
+    ] = False,
+    pending: Annotated[
+        bool, typer.Option("--pending", help="validate the tasks that have a cell --audit lists")
+    ] = False,
     base_report: Annotated[
         Path | None,
         typer.Option(help="with --ci: the report whose commits say what changed (default: tasks/VALIDATION.md)"),
@@ -195,8 +236,20 @@ def validate(
         only = set(task_ids(list(tasks), root)) if tasks else None
         raise typer.Exit(0 if write_report(url, from_jobs, target, commit_of(root), only) else 1)
     out = Console(highlight=False)
-    if ci and tasks:
-        raise InputError(None, "TASK", "--ci chooses the tasks itself: name none")
+    if sum((ci, audit_only, pending)) > 1:
+        raise InputError(None, "--ci/--audit/--pending", "give at most one of them")
+    if (ci or audit_only or pending) and tasks:
+        raise InputError(None, "TASK", "--ci, --audit and --pending choose the tasks themselves: name none")
+    if audit_only or pending:
+        gaps, cells = report_gaps(root, target)
+        for gap in gaps:
+            out.print(gap.line(), soft_wrap=True)
+        out.print(summary(gaps, cells), soft_wrap=True)
+        if audit_only:
+            raise typer.Exit(0 if not gaps else 1)
+        tasks = sorted({g.task for g in gaps if g.kind != GapKind.UNDECLARED})
+        if not tasks:
+            raise typer.Exit(0)
     selected = ci_selection(root, base_report or root / "tasks" / "VALIDATION.md", out) if ci else list(tasks or [])
     ids = task_ids(selected, root)
     if ci:

@@ -9,8 +9,18 @@ from pathlib import Path
 from rich.console import Console
 
 from testbed.cli import validate_tasks
-from testbed.cli.validate_tasks import CI_SMOKE, ci_selection, report_rows, touched_tasks
+from testbed.cli.validate_tasks import (
+    CI_SMOKE,
+    changed_since,
+    ci_selection,
+    declared_cells,
+    report_gaps,
+    report_rows,
+    touched_tasks,
+)
+from testbed.config import project_root
 from testbed.scheduler.validation import Row, job_spec, render_report, seconds
+from testbed.scheduler.validation_audit import GapKind
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -73,3 +83,32 @@ def test_ci_job_files_run_each_task_on_its_first_release() -> None:
     assert job_spec(["a"], "oracle", images="default")["images"] == "default"
     assert job_spec(["a"], "oracle")["images"] == "all"
     assert validate_tasks.CI_MAX_TOUCHED >= 1
+
+
+def test_a_task_changed_after_a_commit_is_told_from_one_that_did_not(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _task(repo, "alpha")
+    _task(repo, "beta")
+    first = _commit(repo, "tasks")
+    _task(repo, "beta", "changed")
+    (repo / "tasks" / "VALIDATION.md").write_text("a report\n")
+    _commit(repo, "beta")
+    assert changed_since(repo, "alpha", first) is False
+    assert changed_since(repo, "beta", first) is True
+    assert changed_since(repo, "alpha", "0000000") is None  # not in this history
+
+
+def test_audit_of_the_library_finds_the_cell_a_report_lacks(tmp_path: Path) -> None:
+    root = project_root()
+    head = _git(root, "rev-parse", "--short=7", "HEAD").strip()
+    declared = declared_cells(root)
+    assert len(declared) >= 36 and all(declared.values())
+    rows = [Row(t, r, "passed", "1m", "no", "failed", "1m", "ok", head, "2026-12-04", "")
+            for t, releases in declared.items() for r in releases]  # fmt: skip
+    report = tmp_path / "VALIDATION.md"
+    report.write_text(render_report(rows[1:]))
+    gaps, cells = report_gaps(root, report)
+    assert cells == len(rows)
+    assert [(g.task, g.release, g.kind) for g in gaps] == [(rows[0].task, rows[0].release, GapKind.MISSING)]
