@@ -1,7 +1,13 @@
 """One libvirt connection per host URI, with async wrappers around its blocking calls.
 
-libvirt-python calls block, so every call goes through `asyncio.to_thread`; libvirt
-connections are thread-safe. Domains started with `autodestroy=True` are killed by libvirt
+libvirt-python calls block, so every call runs in a thread of the connection's own pool
+(`LIBVIRT_THREADS` of them; libvirt connections are thread-safe), not in asyncio's default
+executor: that one has `cpu_count + 4` threads (6 on a 2-core host), which a group of
+episodes restored at once (each `virDomainRestoreFlags` holds a thread for about a second)
+would fill, queueing every other blocking call of the process behind them. libvirtd in
+turn serves at most `max_client_requests` calls of one connection at once (5 by default);
+scripts/netns-run's private libvirtd allows `LIBVIRT_THREADS`, and a lab host that restores
+large groups should set the same. Domains started with `autodestroy=True` are killed by libvirt
 when this connection closes (for example when the process dies), as cockpit's test machines
 do; labs meant to outlive the process (`testbed lab up`) start without it.
 
@@ -26,10 +32,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -46,6 +54,9 @@ log = logging.getLogger(__name__)
 RECONNECT_S = 30.0
 _GONE = frozenset({libvirt.VIR_ERR_NO_DOMAIN, libvirt.VIR_ERR_NO_NETWORK})
 
+
+LIBVIRT_THREADS = 32
+"""Threads for blocking libvirt calls per connection (see the module docstring)."""
 
 KEEPALIVE = (15, 20)
 """libvirt client keepalive: interval (s) and unanswered count (see the module docstring)."""
@@ -86,6 +97,7 @@ class Hypervisor:
         self._reconnect_lock = threading.Lock()
         self.reconnects = 0
         self.events = DomainEvents()
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def conn(self) -> libvirt.virConnect:
@@ -96,8 +108,10 @@ class Hypervisor:
     async def open(self) -> Hypervisor:
         _silence_libvirt_stderr()
         ensure_event_loop()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=LIBVIRT_THREADS, thread_name_prefix="libvirt")
         try:
-            self._conn = await asyncio.to_thread(self._open_watched)
+            self._conn = await self._thread(self._open_watched)
         except libvirt.libvirtError as exc:
             raise HarnessError(
                 f"cannot connect to libvirt at {self.uri}: {exc}. Is libvirtd running? "
@@ -109,7 +123,15 @@ class Hypervisor:
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(libvirt.libvirtError):
-                await asyncio.to_thread(conn.close)
+                await self._thread(conn.close)
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    async def _thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` in the connection's thread pool (asyncio's default executor before
+        `open()` made one or after `close()` released it)."""
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(fn, *args))
 
     async def __aenter__(self) -> Hypervisor:
         return await self.open()
@@ -121,9 +143,9 @@ class Hypervisor:
         """Run a blocking libvirt call in a thread; libvirt errors become HarnessError. A
         call that found the connection dead reopens it (for the next call) before raising."""
         try:
-            return await asyncio.to_thread(fn, *args)
+            return await self._thread(fn, *args)
         except libvirt.libvirtError as exc:
-            await asyncio.to_thread(self._revive_if_dead)
+            await self._thread(self._revive_if_dead)
             raise HarnessError(f"libvirt: {exc}") from exc
 
     def _open_watched(self) -> libvirt.virConnect:
@@ -192,7 +214,7 @@ class Hypervisor:
 
     async def destroy_domain(self, name: str) -> bool:
         """Destroy (and undefine, if persistent) a domain; False if it did not exist."""
-        return await asyncio.to_thread(self._destroy_domain_sync, name)
+        return await self._thread(self._destroy_domain_sync, name)
 
     def _destroy_domain_sync(self, name: str) -> bool:
         dom = self._lookup(lambda c: c.lookupByName(name), f"domain {name}")
@@ -213,7 +235,7 @@ class Hypervisor:
         return True
 
     async def destroy_network(self, name: str) -> bool:
-        return await asyncio.to_thread(self._destroy_network_sync, name)
+        return await self._thread(self._destroy_network_sync, name)
 
     def _destroy_network_sync(self, name: str) -> bool:
         net = self._lookup(lambda c: c.networkLookupByName(name), f"network {name}")
@@ -231,7 +253,7 @@ class Hypervisor:
 
     async def owned_objects(self) -> list[OwnedObject]:
         """Every domain and network whose XML carries testbed metadata."""
-        await asyncio.to_thread(self._revive_if_dead)
+        await self._thread(self._revive_if_dead)
         return await self.call(self._owned_objects_sync)
 
     def _owned_objects_sync(self) -> list[OwnedObject]:
@@ -258,7 +280,7 @@ class Hypervisor:
 
     async def network_subnets(self) -> list[str]:
         """CIDRs of every active libvirt network's host address (to avoid clashes)."""
-        return await asyncio.to_thread(self._network_subnets_sync)
+        return await self._thread(self._network_subnets_sync)
 
     def _network_subnets_sync(self) -> list[str]:
         import ipaddress
@@ -293,7 +315,7 @@ class Hypervisor:
                 raise HarnessError(f"cannot read the state of domain {name}: {exc}") from exc
             return DomainStatus(_STATE_NAMES.get(state, "other"), _reason_name(state, reason), stop)
 
-        return await asyncio.to_thread(_status)
+        return await self._thread(_status)
 
     async def domain_state(self, name: str) -> str:
         """`running`, `paused`, `shutoff`, `crashed`, `other` or `missing`."""
@@ -315,7 +337,7 @@ class Hypervisor:
                 libvirt.VIR_DOMAIN_CRASHED: "crashed",
             }.get(state, "other")
 
-        return await asyncio.to_thread(_state)
+        return await self._thread(_state)
 
 
 _STATE_NAMES = {
