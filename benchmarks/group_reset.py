@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 
 RUN_IDS: dict[str, list[str]] = {}  # label -> run ids of its episodes
+T0_WALL: dict[str, float] = {}  # label -> wall-clock time (epoch s) its last group was asked for
 FIRST_STEP_S: dict[str, list[float]] = {}  # label -> seconds of each episode's first step
 
 
@@ -41,6 +42,7 @@ async def ready_group(manager, task: str, size: int, label: str = "") -> float: 
     """Create `size` episodes at once; the seconds until the last is ready. Then each runs
     `true` and is deleted; none may end in `error`."""
     t0 = time.monotonic()
+    T0_WALL[label] = time.time()
     episodes = await asyncio.gather(*(manager.create(task) for _ in range(size)))
     took = time.monotonic() - t0
     RUN_IDS.setdefault(label, []).extend(ep.run_id for ep in episodes)
@@ -73,6 +75,38 @@ def restore_breakdown(db, run_ids: list[str]) -> str:  # type: ignore[no-untyped
         for name, value in re.findall(r"(\w+_s) ([0-9.]+)", detail or ""):
             values.setdefault(name, []).append(float(value))
     return ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in sorted(values.items()))
+
+
+def group_timeline(db, label: str) -> str:  # type: ignore[no-untyped-def]
+    """For the last group of `label`: when (s after the group was asked for) its runs
+    started, their provisioning (the restore) began and ended, and their agent phase
+    began — the earliest and the latest of the group."""
+    from sqlalchemy import select
+
+    from testbed.db.models import Phase, Run
+
+    marks: dict[str, list[float]] = {}
+    t0 = T0_WALL[label]
+    with db() as s:
+        for run_id in RUN_IDS[label][-int(label.removeprefix("group") or 1) :]:
+            run = s.get(Run, run_id)
+            if run is None or run.started_at is None:
+                continue
+            marks.setdefault("run", []).append(_epoch(run.started_at) - t0)
+            for phase in s.scalars(select(Phase).where(Phase.run_id == run_id)).all():
+                if phase.name == "provisioning":
+                    marks.setdefault("restore_from", []).append(_epoch(phase.started_at) - t0)
+                    if phase.finished_at is not None:
+                        marks.setdefault("restore_to", []).append(_epoch(phase.finished_at) - t0)
+                if phase.name == "agent":
+                    marks.setdefault("agent", []).append(_epoch(phase.started_at) - t0)
+    return ", ".join(f"{k} {min(v):.2f}..{max(v):.2f}" for k, v in marks.items())
+
+
+def _epoch(when) -> float:  # type: ignore[no-untyped-def]
+    from datetime import UTC
+
+    return float(when.replace(tzinfo=when.tzinfo or UTC).timestamp())
 
 
 def phase_times(db, run_ids: list[str]) -> str:  # type: ignore[no-untyped-def]
@@ -120,6 +154,8 @@ async def main(task: str) -> str:
             for label in ("single", "group4", "group8"):
                 print(f"where a {label} restore's time goes (medians): {restore_breakdown(db, RUN_IDS[label])}")
             print(f"a single restore's phases (medians, s): {phase_times(db, RUN_IDS['single'])}", flush=True)
+            for label in ("group4", "group8"):
+                print(f"{label} timeline (s after it was asked for, first..last): {group_timeline(db, label)}")
             cold_step = statistics.median(FIRST_STEP_S["cold"])
             single_step = statistics.median(FIRST_STEP_S["single"])
             print(f"first step (`true`): cold episode {cold_step:.2f} s, single restore {single_step:.2f} s "

@@ -44,7 +44,7 @@ from testbed.db.read import open_read_only, resolve_job_id
 from testbed.errors import HarnessError, InputError
 from testbed.model.taskload import discover_tasks, load_task
 from testbed.runtime import image_catalog
-from testbed.scheduler.validation import Row, collect, job_spec, merge_report, parse_rows, seconds
+from testbed.scheduler.validation import Row, collect, job_spec, merge_rows, parse_rows, render_report, seconds
 from testbed.scheduler.validation_audit import Gap, GapKind, audit, summary
 
 JOB_LINE = re.compile(r"^job ([0-9a-f]{32})\b", re.MULTILINE)
@@ -109,8 +109,14 @@ def declared_cells(root: Path) -> dict[str, list[str]]:
 
 def report_gaps(root: Path, report: Path) -> tuple[list[Gap], int]:
     """The audit of `report` against the library under `root`, and how many cells it declares."""
+    return rows_gaps(root, report_rows(report))
+
+
+def rows_gaps(root: Path, rows: list[Row]) -> tuple[list[Gap], int]:
+    """The audit of report `rows` against the library under `root`, and how many cells it
+    declares."""
     declared = declared_cells(root)
-    gaps = audit(report_rows(report), declared, lambda task, commit: changed_since(root, task, commit))
+    gaps = audit(rows, declared, lambda task, commit: changed_since(root, task, commit))
     return gaps, sum(len(r) for r in declared.values())
 
 
@@ -186,16 +192,22 @@ def launch(job_file: Path, db: str, root: Path, *, netns: bool, out: Console) ->
     return found.group(1)
 
 
-def write_report(db: str, jobs: tuple[str, str], report: Path, commit: str, only: set[str] | None = None) -> bool:
-    """Merge the rows of the two jobs (of the tasks in `only`, when given) into `report`;
-    True when every one of them is ok."""
+def write_report(
+    db: str, jobs: tuple[str, str], report: Path, commit: str, root: Path, only: set[str] | None = None
+) -> bool:
+    """Merge the rows of the two jobs (of the tasks in `only`, when given) into `report`,
+    with the audit of the merged rows against the library under `root` (at `commit`) under
+    the count; True when every one of the jobs' rows is ok."""
     sessions = open_read_only(db)
     day = datetime.now(UTC).strftime("%Y-%m-%d")
     with sessions() as session:
         oracle, noop = (resolve_job_id(session, j, field="JOB") for j in jobs)
         rows = [r for r in collect(session, oracle, noop, commit, day) if only is None or r.task in only]
     existing = report.read_text(encoding="utf-8") if report.exists() else ""
-    report.write_text(merge_report(existing, rows), encoding="utf-8")
+    merged = merge_rows(existing, rows)
+    gaps, cells = rows_gaps(root, merged)
+    audit_line = f"Audit at {commit} (`scripts/validate-tasks --audit`): {summary(gaps, cells)}."
+    report.write_text(render_report(merged, audit_line), encoding="utf-8")
     out = Console(highlight=False)
     for row in rows:
         out.print(f"{row.verdict:<8} {row.task} on {row.release}: oracle {row.oracle} (residue {row.residue}), "
@@ -234,7 +246,7 @@ def validate(
     target = report or root / "tasks" / "VALIDATION.md"
     if from_jobs is not None:
         only = set(task_ids(list(tasks), root)) if tasks else None
-        raise typer.Exit(0 if write_report(url, from_jobs, target, commit_of(root), only) else 1)
+        raise typer.Exit(0 if write_report(url, from_jobs, target, commit_of(root), root, only) else 1)
     out = Console(highlight=False)
     if sum((ci, audit_only, pending)) > 1:
         raise InputError(None, "--ci/--audit/--pending", "give at most one of them")
@@ -262,7 +274,7 @@ def validate(
             spec = job_spec(ids, agent, vm_slots=vm_slots, warm=not cold, images="default" if ci else "all")
             job_file.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
             jobs.append(launch(job_file, url, root, netns=netns, out=out))
-    raise typer.Exit(0 if write_report(url, (jobs[0], jobs[1]), target, commit_of(root)) else 1)
+    raise typer.Exit(0 if write_report(url, (jobs[0], jobs[1]), target, commit_of(root), root) else 1)
 
 
 def main() -> None:

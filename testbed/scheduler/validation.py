@@ -164,12 +164,15 @@ def _split_cells(line: str) -> list[str]:
     return cells
 
 
-def render_report(rows: list[Row]) -> str:
-    """The whole VALIDATION.md for `rows`."""
+def render_report(rows: list[Row], audit: str | None = None) -> str:
+    """The whole VALIDATION.md for `rows`; `audit` is a line on whether they are current
+    (`testbed.scheduler.validation_audit.summary`), printed under the count."""
     ordered = sorted(rows, key=lambda r: r.key)
     ok = sum(r.verdict == "ok" for r in ordered)
     tasks = len({r.task for r in ordered})
     lines = [HEADER, f"{ok} of {len(ordered)} cells ok ({tasks} tasks).", ""]
+    if audit:
+        lines[-1:] = ["", audit, ""]
     lines.append("| " + " | ".join(COLUMNS) + " |")
     lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
     for row in ordered:
@@ -177,9 +180,15 @@ def render_report(rows: list[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def merge_report(existing: str, rows: list[Row]) -> str:
-    """`existing` report text with `rows` replacing its rows of the same (task, release)."""
+def merge_rows(existing: str, rows: list[Row]) -> list[Row]:
+    """The rows of the `existing` report text with `rows` replacing those of the same
+    (task, release)."""
     kept = {r.key: r for r in parse_rows(existing)}
     for row in rows:
         kept[row.key] = row
-    return render_report(list(kept.values()))
+    return list(kept.values())
+
+
+def merge_report(existing: str, rows: list[Row], audit: str | None = None) -> str:
+    """`existing` report text with `rows` replacing its rows of the same (task, release)."""
+    return render_report(merge_rows(existing, rows), audit)

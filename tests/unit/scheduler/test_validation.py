@@ -64,7 +64,8 @@ def test_report_rows_from_a_database(tmp_path: Path) -> None:
     db = open_database(url)
     oracle, noop = jobs(db)
     report = tmp_path / "VALIDATION.md"
-    assert write_report(url, (oracle[:8], noop), report, "abc1234") is False
+    (tmp_path / "tasks").mkdir()  # a library without tasks: every row is one it does not declare
+    assert write_report(url, (oracle[:8], noop), report, "abc1234", tmp_path) is False
     rows = {r.key: r for r in parse_rows(report.read_text())}
     assert set(rows) == {("alpha", "debian-12"), ("alpha", "debian-13"), ("beta", "debian-12")}
     good = rows[("alpha", "debian-12")]
@@ -78,9 +79,13 @@ def test_report_rows_from_a_database(tmp_path: Path) -> None:
     assert broken.verdict == "PROBLEM" and broken.oracle == "error" and "apt failed" in broken.notes
     assert "noop passed" in broken.notes
     assert "1 of 3 cells ok (2 tasks)." in report.read_text()
+    assert (
+        "Audit at abc1234 (`scripts/validate-tasks --audit`): 0 of 0 declared cells current and ok (3 undeclared)."
+        in (report.read_text())
+    )
     # naming tasks writes only their rows (the others keep what they had)
     only = tmp_path / "ONLY.md"
-    assert write_report(url, (oracle, noop), only, "abc1234", only={"alpha"}) is False
+    assert write_report(url, (oracle, noop), only, "abc1234", tmp_path, only={"alpha"}) is False
     assert {r.task for r in parse_rows(only.read_text())} == {"alpha"}
 
 
