@@ -36,7 +36,8 @@ Written by `scripts/validate-tasks` (do not edit by hand). Each row is one task 
 release it declares, run through the scheduler on real guests: the task's oracle, then the
 do-nothing agent (`noop`), canonical scenario (seed 0). A row is `ok` when the oracle passed
 and left no residue and the do-nothing agent failed. Rows of tasks not validated in the
-last run keep the commit they were validated at.
+last run keep the commit they were validated at; the audit line says which declared cells
+have no row, a PROBLEM row, or a row older than the task's last change.
 """
 NOTE_CHARS = 300
 
