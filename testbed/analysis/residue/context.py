@@ -140,7 +140,6 @@ class _Ctx:
     failures: list[str] = field(default_factory=list)
     unit_subjects: dict[str, str] = field(default_factory=dict)
     socket_pids: dict[int, str] = field(default_factory=dict)
-    expected_pids: set[int] = field(default_factory=set)
 
     def exclude(self, probe: str, key: str, reason: str) -> None:
         """Record an exclusion."""

@@ -123,11 +123,20 @@ def _socket_port(key: str) -> str:
     return key.rsplit(":", 1)[-1]
 
 
+def _expected_port_pids(ctx: _Ctx) -> set[int]:
+    """The pids owning a socket on an expected port in the compared snapshot (`ctx.after`),
+    whether or not the listening probe changed: after a reboot the sockets are the same
+    and only their owners' pids are new, so the listening diff is empty and its handler
+    does not run, while the processes the owners forked (a walsender, a worker) are new."""
+    pids: set[int] = set()
+    for s in (_d(s) for s in _l(_d(ctx.after.get("listening")).get("sockets"))):
+        if str(s.get("port")) in ctx.expect.ports:
+            pids.update(int(p["pid"]) for p in _l(s.get("processes")) if isinstance(_d(p).get("pid"), int))
+    return pids
+
+
 def _h_listening(ctx: _Ctx, d: ProbeDiff) -> None:
     after_sockets = [_d(s) for s in _l(_d(ctx.after.get("listening")).get("sockets"))]
-    for s in after_sockets:
-        if str(s.get("port")) in ctx.expect.ports:
-            ctx.expected_pids.update(int(p["pid"]) for p in _l(s.get("processes")) if isinstance(_d(p).get("pid"), int))
     for c in d.items():
         port = _socket_port(c.key)
         rec = c.after or c.before or {}
@@ -200,7 +209,7 @@ def _h_processes(ctx: _Ctx, d: ProbeDiff) -> None:
     parent = {
         int(r["pid"]): r["ppid"] if isinstance(r.get("ppid"), int) else 0 for r in rows if isinstance(r.get("pid"), int)
     }
-    expected = descendants(ctx.expected_pids, parent)
+    expected = descendants(_expected_port_pids(ctx), parent)
     cron_runs = {
         int(r["pid"]) for r in rows if isinstance(r.get("pid"), int) and _CRON_JOB.match(str(r.get("command")))
     }

@@ -852,3 +852,28 @@ def test_a_cron_job_running_at_the_snapshot_is_not_process_residue(debian: dict[
     assert processes == {"process:root ssh -N -L 8080:app2:80 app2"}, processes
     reasons = {e["key"]: e["reason"] for e in res.excluded if e["probe"] == "processes"}
     assert any("cron job's run" in r for k, r in reasons.items() if "app-conf-push" in k), reasons
+
+
+def test_children_of_a_server_listening_since_setup_are_not_residue_after_a_reboot(debian: dict[str, Any]) -> None:
+    """postgres-replication on debian-12 (job dda5007d) showed it: setup already had the
+    server listening on the expected port, so neither comparison's listening diff held
+    that socket, and the replication processes the server forked after the reboot
+    (walsender, startup, walreceiver) were reported as new processes."""
+    base = copy.deepcopy(debian)
+    add_socket(base, "tcp", "0.0.0.0", 5432, "postgres", 2627)
+    add_process(base, 2627, "/usr/lib/postgresql/15/bin/postgres -D /var/lib/postgresql/15/main", user="postgres")
+    after = copy.deepcopy(base)
+    add_process(after, 2654, "postgres: 15/main: walsender replicator 10.0.0.11(38914) streaming 0/3000060",
+                user="postgres", ppid=2627)  # fmt: skip
+    reboot = copy.deepcopy(debian)
+    add_socket(reboot, "tcp", "0.0.0.0", 5432, "postgres", 254)
+    add_process(reboot, 254, "/usr/lib/postgresql/15/bin/postgres -D /var/lib/postgresql/15/main", user="postgres")
+    add_process(reboot, 277, "postgres: 15/main: walsender replicator 10.0.0.11(38544) streaming 0/5000110",
+                user="postgres", ppid=254)  # fmt: skip
+    expected = Expected(ports=[5432])
+    cmds = [agent(2, "su postgres -c 'pg_basebackup -h 10.0.0.11 -D /var/lib/postgresql/15/main'; postgres -V")]
+    res = find_residue({"pg1": {"after_setup": base, "after_agent": after, "after_reboot": reboot}}, cmds, expected)
+    assert res.findings == [], [f.summary for f in res.findings]
+    reasons = {(e["probe"], e["key"]): e["reason"] for e in res.excluded}
+    walsender = "postgres postgres: 15/main: walsender replicator 10.0.0.11(38544) streaming 0/5000110"
+    assert reasons[("processes", walsender)] == "serves an expected port"
