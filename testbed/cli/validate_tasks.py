@@ -49,6 +49,8 @@ from testbed.scheduler.validation_audit import Gap, GapKind, audit, summary
 
 JOB_LINE = re.compile(r"^job ([0-9a-f]{32})\b", re.MULTILINE)
 AGENTS = ("oracle", "noop")
+UNRUN = frozenset({"unfinished", "missing"})
+"""Outcomes of a cell whose run did not finish (or never existed) in the jobs read."""
 CI_SMOKE = ("config-permissions",)
 """Validated in every CI run: one node, a fast setup, a persistence check."""
 CI_MAX_TOUCHED = 2
@@ -197,23 +199,28 @@ def write_report(
 ) -> bool:
     """Merge the rows of the two jobs (of the tasks in `only`, when given) into `report`,
     with the audit of the merged rows against the library under `root` (at `commit`) under
-    the count; True when every one of the jobs' rows is ok."""
+    the count; True when every one of the jobs' rows is ok. A cell that neither job
+    finished (a cancelled job) writes no row: what the report held for it stays."""
     sessions = open_read_only(db)
     day = datetime.now(UTC).strftime("%Y-%m-%d")
     with sessions() as session:
         oracle, noop = (resolve_job_id(session, j, field="JOB") for j in jobs)
         rows = [r for r in collect(session, oracle, noop, commit, day) if only is None or r.task in only]
+    out = Console(highlight=False)
+    unrun = [r for r in rows if {r.oracle, r.noop} <= UNRUN]
+    for row in unrun:  # a cancelled job says nothing about the cell: its earlier row stays
+        out.print(f"skipped  {row.task} on {row.release}: no run of either agent finished")
+    rows = [r for r in rows if r not in unrun]
     existing = report.read_text(encoding="utf-8") if report.exists() else ""
     merged = merge_rows(existing, rows)
     gaps, cells = rows_gaps(root, merged)
     audit_line = f"Audit at {commit} (`scripts/validate-tasks --audit`): {summary(gaps, cells)}."
     report.write_text(render_report(merged, audit_line), encoding="utf-8")
-    out = Console(highlight=False)
     for row in rows:
         out.print(f"{row.verdict:<8} {row.task} on {row.release}: oracle {row.oracle} (residue {row.residue}), "
                   f"noop {row.noop}" + (f"  [{row.notes}]" if row.notes else ""))  # fmt: skip
     out.print(f"wrote {report}")
-    return bool(rows) and all(r.verdict == "ok" for r in rows)
+    return bool(rows) and not unrun and all(r.verdict == "ok" for r in rows)
 
 
 def validate(

@@ -145,3 +145,19 @@ def test_job_files_cover_every_declared_release_and_held_out_tasks() -> None:
     assert task_ids(["disk-full", str(ROOT / "tasks" / "reverse-proxy")], ROOT) == ["disk-full", "reverse-proxy"]
     with pytest.raises(Exception, match="neither a task directory"):
         task_ids(["no-such-task"], ROOT)
+
+
+def test_a_cell_no_run_finished_keeps_its_earlier_row(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = open_database(url)
+    cells = [NewRun("alpha", "debian-12", 1), NewRun("alpha", "debian-13", 1)]
+    job, ids = create_job_with_runs(db, "validate", {}, "oracle", cells)
+    finish(db, ids[0], "passed", residue="no")  # debian-13 never finished (the job was cancelled)
+    report = tmp_path / "VALIDATION.md"
+    earlier = Row("alpha", "debian-13", "passed", "1m", "no", "failed", "1m", "ok", "0123456", "2026-12-01", "")
+    report.write_text(render_report([earlier]))
+    (tmp_path / "tasks").mkdir()
+    assert write_report(url, (job, job), report, "abc1234", tmp_path) is False
+    rows = {r.key: r for r in parse_rows(report.read_text())}
+    assert rows[("alpha", "debian-13")] == earlier
+    assert rows[("alpha", "debian-12")].oracle == "passed" and rows[("alpha", "debian-12")].noop == "missing"
