@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 
 RUN_IDS: dict[str, list[str]] = {}  # label -> run ids of its episodes
-T0_WALL: dict[str, float] = {}  # label -> wall-clock time (epoch s) its last group was asked for
+T0_WALL: dict[str, float] = {}  # label -> wall-clock time (epoch s) its group was asked for
 FIRST_STEP_S: dict[str, list[float]] = {}  # label -> seconds of each episode's first step
 
 
@@ -78,9 +78,9 @@ def restore_breakdown(db, run_ids: list[str]) -> str:  # type: ignore[no-untyped
 
 
 def group_timeline(db, label: str) -> str:  # type: ignore[no-untyped-def]
-    """For the last group of `label`: when (s after the group was asked for) its runs
-    started, their provisioning (the restore) began and ended, and their agent phase
-    began — the earliest and the latest of the group."""
+    """For the group of `label` (each group label is asked for once): when (s after the
+    group was asked for) its runs started, their provisioning (the restore) began and
+    ended, and their agent phase began — the earliest and the latest of the group."""
     from sqlalchemy import select
 
     from testbed.db.models import Phase, Run
@@ -88,7 +88,7 @@ def group_timeline(db, label: str) -> str:  # type: ignore[no-untyped-def]
     marks: dict[str, list[float]] = {}
     t0 = T0_WALL[label]
     with db() as s:
-        for run_id in RUN_IDS[label][-int(label.removeprefix("group") or 1) :]:
+        for run_id in RUN_IDS[label]:
             run = s.get(Run, run_id)
             if run is None or run.started_at is None:
                 continue

@@ -171,9 +171,7 @@ def render_report(rows: list[Row], audit: str | None = None) -> str:
     ordered = sorted(rows, key=lambda r: r.key)
     ok = sum(r.verdict == "ok" for r in ordered)
     tasks = len({r.task for r in ordered})
-    lines = [HEADER, f"{ok} of {len(ordered)} cells ok ({tasks} tasks).", ""]
-    if audit:
-        lines[-1:] = ["", audit, ""]
+    lines = [HEADER, f"{ok} of {len(ordered)} cells ok ({tasks} tasks).", "", *([audit, ""] if audit else [])]
     lines.append("| " + " | ".join(COLUMNS) + " |")
     lines.append("|" + "|".join("---" for _ in COLUMNS) + "|")
     for row in ordered:
@@ -190,6 +188,6 @@ def merge_rows(existing: str, rows: list[Row]) -> list[Row]:
     return list(kept.values())
 
 
-def merge_report(existing: str, rows: list[Row], audit: str | None = None) -> str:
+def merge_report(existing: str, rows: list[Row]) -> str:
     """`existing` report text with `rows` replacing its rows of the same (task, release)."""
-    return render_report(merge_rows(existing, rows), audit)
+    return render_report(merge_rows(existing, rows))
