@@ -2,9 +2,13 @@
 
 The reboot is asked of the guest itself (its service manager's reboot: `systemctl reboot`,
 or sysvinit's `reboot` under OpenRC; detached so the command returns), then the harness
-waits until SSH answers again with a different boot id, and, on a network device, until its
-saved configuration is in force (`testbed.hypervisor.deviceconfig`). Every command it sends
-is recorded (phase `probe`, source `harness`).
+waits until SSH answers again with a different boot id, then until the boot has settled (no
+start job queued: `testbed.model.services.settle_after_boot`, at most `BOOT_SETTLE_S`), and, on
+a network device, until its saved configuration is in force (`testbed.hypervisor.deviceconfig`).
+The settle wait is what keeps the after-reboot snapshot from catching a unit still starting
+(a cluster's bootstrap helper waiting for its peers) as residue; a boot that has not settled
+within the bound is snapshotted as it is. Every command it sends is recorded (phase `probe`,
+source `harness`).
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from testbed.guest.result import ExecResult
 from testbed.guest.ssh import GuestConnectionError
 from testbed.hypervisor.deviceconfig import ensure_saved_config
 from testbed.hypervisor.lab import LabNode
-from testbed.model.services import detached_reboot
+from testbed.model.services import detached_reboot, settle_after_boot
 from testbed.runner.recording import CommandRecorder
 
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
+BOOT_SETTLE_S = 180
 
 
 def console_tail(node: LabNode, chars: int = 1500) -> str:
@@ -59,10 +64,20 @@ async def reboot_node(node: LabNode, commands: CommandRecorder, timeout: float =
             raise HarnessError(f"{exc}; console: {console_tail(node)}") from exc
         after = await boot_id(node, commands)
         if after and after != before:
+            await _boot_settled(node, commands)
             await _saved_config_in_force(node, commands)
             return time.monotonic() - t0
         await node.session.close()
         await asyncio.sleep(2)
+
+
+async def _boot_settled(node: LabNode, commands: CommandRecorder) -> None:
+    """Wait until the node's boot has no start job queued, at most `BOOT_SETTLE_S` seconds.
+    The exit status is not judged: `degraded` (a unit failed) is settled too, and a boot still
+    starting after the bound is left to the snapshot and the checks."""
+    command = settle_after_boot(node.image.init, BOOT_SETTLE_S)
+    if command is not None:
+        await commands.run(node, command, phase="probe", source="harness", timeout=BOOT_SETTLE_S + 30)
 
 
 async def _saved_config_in_force(node: LabNode, commands: CommandRecorder) -> None:

@@ -107,6 +107,11 @@ def test_oracle_passes_and_noop_fails(task_id: str, vm_home: Path, tmp_path: Pat
             assert rebooted and all(c.status == "passed" for c in rebooted)
             points = set(s.scalars(select(Snapshot.point).where(Snapshot.run_id == oracle)))
             assert "after_reboot" in points
+            # the harness waited for each rebooted node's boot to settle, and it did settle
+            settled = s.scalars(
+                select(Command).where(Command.run_id == oracle, Command.command.contains("is-system-running --wait"))
+            ).all()
+            assert settled and all(c.exit_code in (0, 1) for c in settled), [(c.node, c.exit_code) for c in settled]
     assert_clean(vm_home)
 
 
