@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from testbed.analysis.attribution import Target
 from testbed.analysis.command.units import unit_name, unit_stem
@@ -199,9 +200,40 @@ _CRON_JOB = re.compile(r"^\S*/?CRON\b")
 is that run, in progress at the snapshot: the job is judged by the cron probe, not here."""
 
 
+_INTERPRETER = re.compile(r"^((ba|da|z|k|a)?sh|python[\d.]*|perl)$")
+"""A process run as `INTERPRETER SCRIPT ...` is named by its script (`bash
+/usr/local/sbin/galera-autostart` is the program `galera-autostart`); `sh -c '...'` keeps
+the interpreter's name."""
+
+_SESSION_SPAWNERS = frozenset({"sshd", "sshd-session", "cron", "crond", "systemd", "init", "login", "su", "sudo"})
+"""Daemons whose children are other people's sessions and jobs: being one of them does not
+make a process's children its own (an agent's background job below an expected sshd is
+still the agent's)."""
+
+
 def _proc_program(command: str) -> str:
-    first = command.split(None, 1)[0] if command.strip() else ""
-    return posixpath.basename(first.rstrip(":")).lstrip("-")
+    words = command.split()
+    if not words:
+        return ""
+    program = posixpath.basename(words[0].rstrip(":")).lstrip("-")
+    if _INTERPRETER.match(program) and len(words) > 1 and not words[1].startswith("-"):
+        return posixpath.basename(words[1])
+    return program
+
+
+def _expected_program_pids(ctx: _Ctx, rows: list[dict[str, Any]], parent: Mapping[int, int]) -> set[int]:
+    """Processes below a running program of an expected unit (its helpers: the
+    `systemctl start` a start script of the unit runs), not counting the program itself
+    (which `ctx.expect.program` judges) nor the children of a session spawner."""
+    roots = {
+        int(r["pid"])
+        for r in rows
+        if isinstance(r.get("pid"), int)
+        and (program := _proc_program(str(r.get("command", ""))))
+        and program not in _SESSION_SPAWNERS
+        and ctx.expect.program(program)
+    }
+    return descendants(roots, parent) - roots
 
 
 def _h_processes(ctx: _Ctx, d: ProbeDiff) -> None:
@@ -210,6 +242,7 @@ def _h_processes(ctx: _Ctx, d: ProbeDiff) -> None:
         int(r["pid"]): r["ppid"] if isinstance(r.get("ppid"), int) else 0 for r in rows if isinstance(r.get("pid"), int)
     }
     expected = descendants(_expected_port_pids(ctx), parent)
+    helpers = _expected_program_pids(ctx, rows, parent)
     cron_runs = {
         int(r["pid"]) for r in rows if isinstance(r.get("pid"), int) and _CRON_JOB.match(str(r.get("command")))
     }
@@ -232,6 +265,9 @@ def _h_processes(ctx: _Ctx, d: ProbeDiff) -> None:
         program = _proc_program(command)
         if pids and set(pids) <= expected:
             ctx.exclude("processes", c.key, "serves an expected port")
+            continue
+        if pids and set(pids) <= helpers:
+            ctx.exclude("processes", c.key, "run by a program of an expected unit")
             continue
         if pids and set(pids) <= in_cron_run:
             ctx.exclude("processes", c.key, "a cron job's run in progress (the job is judged by the cron probe)")

@@ -877,3 +877,39 @@ def test_children_of_a_server_listening_since_setup_are_not_residue_after_a_rebo
     reasons = {(e["probe"], e["key"]): e["reason"] for e in res.excluded}
     walsender = "postgres postgres: 15/main: walsender replicator 10.0.0.11(38544) streaming 0/5000110"
     assert reasons[("processes", walsender)] == "serves an expected port"
+
+
+def test_a_start_script_of_an_expected_unit_and_what_it_runs_are_not_residue(debian: dict[str, Any]) -> None:
+    """galera-cluster on debian-13 (job 4f272dce) showed it: after the reboot the oracle's
+    `galera-autostart` unit (a bash script) was still running, with the `systemctl start
+    mariadb.service` it had asked for; both were reported as new processes."""
+    base = copy.deepcopy(debian)
+    reboot = copy.deepcopy(debian)
+    add_process(reboot, 412, "/bin/bash /usr/local/sbin/galera-autostart --last-resort")
+    add_process(reboot, 530, "systemctl start mariadb.service", ppid=412)
+    expected = Expected(units=["mariadb.service", "galera-autostart.service"], ports=[3306])
+    cmds = [agent(2, "systemctl enable galera-autostart.service", node="db1")]
+    res = find_residue({"db1": {"after_setup": base, "after_agent": base, "after_reboot": reboot}}, cmds, expected)
+    assert res.findings == [], [f.summary for f in res.findings]
+    reasons = {(e["probe"], e["key"]): e["reason"] for e in res.excluded}
+    assert reasons[("processes", "root /bin/bash /usr/local/sbin/galera-autostart --last-resort")] == (
+        "program of an expected unit"
+    )
+    assert reasons[("processes", "root systemctl start mariadb.service")] == "run by a program of an expected unit"
+
+
+def test_a_background_job_below_an_expected_sshd_is_still_residue(debian: dict[str, Any]) -> None:
+    """sshd is a session spawner: an expected ssh unit does not make the agent's leftover
+    job under its session the unit's own."""
+    base = copy.deepcopy(debian)
+    after = copy.deepcopy(debian)
+    add_process(after, 900, "sshd: root@notty")
+    add_process(after, 901, "/usr/sbin/sshd -D", ppid=1)
+    add_process(after, 950, "python3 -m http.server 8000", ppid=900)
+    add_process(after, 951, "sh -c sleep-forever", ppid=901)
+    expected = Expected(units=["ssh.service", "sshd.service"])
+    cmds = [agent(2, "nohup python3 -m http.server 8000 &"), agent(3, "sh -c sleep-forever &")]
+    res = find_residue({"web": {"after_setup": base, "after_agent": after}}, cmds, expected)
+    summaries = [f.summary for f in res.findings]
+    assert any("http.server" in s for s in summaries), summaries
+    assert any("sleep-forever" in s for s in summaries), summaries
