@@ -18,6 +18,12 @@ TESTBED_HOME (its images/ is the real image cache) and a temporary SQLite databa
 cold boots side by side share the CPUs and take about as long as one after another.
 The last line carries `group4_over_single=` (the group's time / one restore's; goal <= 3),
 `cold_over_group4=` (4 cold starts' time / the group's; goal >= 10) and the same for G = 8.
+A second group of 4 is made ready with the restores-first wait off
+(`testbed.hypervisor.restorefirst`: each guest's SSH reconnect starts as soon as its own
+restore ends, beside the restores still loading): `mixed_over_group4=` is its ready time over
+the first group's, and `group4_answered_mixed_over_first=` the same for the time until every
+episode of the group has answered its first command (the four sent at once), which the wait
+must not make worse.
 The saved state is removed at the end.
 """
 
@@ -36,21 +42,27 @@ sys.path.insert(0, str(ROOT))
 RUN_IDS: dict[str, list[str]] = {}  # label -> run ids of its episodes
 T0_WALL: dict[str, float] = {}  # label -> wall-clock time (epoch s) its group was asked for
 FIRST_STEP_S: dict[str, list[float]] = {}  # label -> seconds of each episode's first step
+ANSWERED_S: dict[str, float] = {}  # label -> seconds from the ask until every first step answered
 
 
 async def ready_group(manager, task: str, size: int, label: str = "") -> float:  # type: ignore[no-untyped-def]
-    """Create `size` episodes at once; the seconds until the last is ready. Then each runs
-    `true` and is deleted; none may end in `error`."""
+    """Create `size` episodes at once; the seconds until the last is ready. Then all of them
+    run `true` at once (`ANSWERED_S[label]`: seconds from the ask until the last answer) and
+    are deleted; none may end in `error`."""
     t0 = time.monotonic()
     T0_WALL[label] = time.time()
     episodes = await asyncio.gather(*(manager.create(task) for _ in range(size)))
     took = time.monotonic() - t0
     RUN_IDS.setdefault(label, []).extend(ep.run_id for ep in episodes)
-    for ep in episodes:
+
+    async def first_step(ep) -> None:  # type: ignore[no-untyped-def]
         t1 = time.monotonic()
         out = await manager.step(ep.id, {"node": ep.nodes[0], "command": "true"})
         FIRST_STEP_S.setdefault(label, []).append(time.monotonic() - t1)
         assert out.observation.get("exit_code") == 0, out
+
+    await asyncio.gather(*(first_step(ep) for ep in episodes))
+    ANSWERED_S[label] = time.monotonic() - t0
     for ep in episodes:
         await manager.delete(ep.id)
         assert ep.result is not None and ep.result.outcome != "error", ep.result
@@ -149,22 +161,34 @@ async def main(task: str) -> str:
             print(f"single restores ready in {', '.join(f'{s:.1f}' for s in singles)} s", flush=True)
             group4 = await ready_group(fast_mgr, task, 4, "group4")
             print(f"group of 4 ready in {group4:.1f} s", flush=True)
+            traffic = fast_mgr.backend.rt.hypervisor.restores
+            traffic.enabled = False  # the same group with reconnects not waiting for restores
+            group4_mixed = await ready_group(fast_mgr, task, 4, "group4_mixed")
+            traffic.enabled = True
+            print(f"group of 4 with reconnects beside the restores ready in {group4_mixed:.1f} s", flush=True)
             group8 = await ready_group(fast_mgr, task, 8, "group8")
             print(f"group of 8 ready in {group8:.1f} s", flush=True)
-            for label in ("single", "group4", "group8"):
+            for label in ("single", "group4", "group4_mixed", "group8"):
                 print(f"where a {label} restore's time goes (medians): {restore_breakdown(db, RUN_IDS[label])}")
             print(f"a single restore's phases (medians, s): {phase_times(db, RUN_IDS['single'])}", flush=True)
-            for label in ("group4", "group8"):
-                print(f"{label} timeline (s after it was asked for, first..last): {group_timeline(db, label)}")
+            for label in ("group4", "group4_mixed", "group8"):
+                print(
+                    f"{label} timeline (s after it was asked for, first..last): {group_timeline(db, label)}; "
+                    f"every first step answered at {ANSWERED_S[label]:.2f}"
+                )
             cold_step = statistics.median(FIRST_STEP_S["cold"])
             single_step = statistics.median(FIRST_STEP_S["single"])
-            print(f"first step (`true`): cold episode {cold_step:.2f} s, single restore {single_step:.2f} s "
-                  "(a restore's SSH reconnect and clock finish while the agent reads its first observation)")
+            print(
+                f"first step (`true`): cold episode {cold_step:.2f} s, single restore {single_step:.2f} s "
+                "(a restore's SSH reconnect and clock finish while the agent reads its first observation)"
+            )
     return (
         f"group reset {task}: cold {cold:.1f} s, build {build:.1f} s, single restore {single:.2f} s, "
         f"group4 {group4:.1f} s, group8 {group8:.1f} s; "
         f"group4_over_single={group4 / single:.2f} cold_over_group4={4 * cold / group4:.1f} "
         f"group8_over_single={group8 / single:.2f} cold_over_group8={8 * cold / group8:.1f} "
+        f"mixed_over_group4={group4_mixed / group4:.2f} "
+        f"group4_answered_mixed_over_first={ANSWERED_S['group4_mixed'] / ANSWERED_S['group4']:.2f} "
         f"single_first_step_s={single_step:.2f} single_to_first_answer_s={single + single_step:.2f}"
     )
 

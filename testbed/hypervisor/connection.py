@@ -45,6 +45,7 @@ import libvirt
 
 from testbed.errors import HarnessError
 from testbed.hypervisor.events import DomainEvents, StopEvent, ensure_event_loop
+from testbed.hypervisor.restorefirst import RestoreTraffic
 from testbed.hypervisor.xml import LabMetadata
 
 T = TypeVar("T")
@@ -97,6 +98,7 @@ class Hypervisor:
         self._reconnect_lock = threading.Lock()
         self.reconnects = 0
         self.events = DomainEvents()
+        self.restores = RestoreTraffic()  # restores in flight; reconnects wait (`restorefirst`)
         self._pool: ThreadPoolExecutor | None = None
 
     @property

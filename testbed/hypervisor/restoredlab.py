@@ -142,7 +142,8 @@ class RestoredLab:
         self.timings["memory_s"] = time.monotonic() - t0
         for name, node in meta.nodes.items():
             self.nodes[name] = self._lab_node(state.nodes[name], node, lab_dir, client_key)
-        for task in await reconnect(self.nodes, background=True):  # each node's first command waits for it
+        # each node's first command waits for its reconnect, which waits for other restores
+        for task in await reconnect(self.nodes, background=True, first=self.hv.restores.quiet):
             task.add_done_callback(self._note_reconnect)
         state.status = "ready"
         state.save()
@@ -179,14 +180,15 @@ class RestoredLab:
         async def one(node: SlotNode) -> None:
             await create_overlay(slot / f"{node.name}.disk.qcow2", lab_dir / f"{node.name}.qcow2")
             xml = replica.domain_xml(node.xml, self._metadata(node.name), slot_dir=slot, seed_files=node.seed_files)
-            await self.hv.call(
-                restore_as,
-                self.hv.conn,
-                slot / f"{node.name}.mem",
-                xml,
-                lab_dir / f"{node.name}.restore.fifo",
-                libvirt.VIR_DOMAIN_SAVE_RUNNING,
-            )
+            with self.hv.restores.restoring():
+                await self.hv.call(
+                    restore_as,
+                    self.hv.conn,
+                    slot / f"{node.name}.mem",
+                    xml,
+                    lab_dir / f"{node.name}.restore.fifo",
+                    libvirt.VIR_DOMAIN_SAVE_RUNNING,
+                )
 
         await asyncio.gather(*(one(n) for n in self.meta.nodes.values()))
 

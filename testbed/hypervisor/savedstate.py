@@ -52,7 +52,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -221,11 +221,17 @@ async def restore_domains(hv: Hypervisor, store: SlotStore, meta: SlotMeta, meta
 
 
 async def reconnect(
-    nodes: Mapping[str, LabNode], *, timeout: float = 120.0, background: bool = False
+    nodes: Mapping[str, LabNode],
+    *,
+    timeout: float = 120.0,
+    background: bool = False,
+    first: Callable[[], Awaitable[object]] | None = None,
 ) -> list[asyncio.Task[None]]:
     """Fresh SSH sessions after a restore (those from before the save are dead), and each
     guest's clock set to the host's (it stopped while the state was saved) by the first
     command of the new session (one round trip: the clock command is the readiness probe).
+    A background reconnect awaits `first()` before it starts (`RestoreTraffic.quiet`: other
+    restores go first, `testbed.hypervisor.restorefirst`).
 
     With `background`, each node's reconnect runs in a task its harness session (and the
     agent's own login beside it) waits for (`GuestSession.defer`): this returns at once, so
@@ -240,13 +246,18 @@ async def reconnect(
     async def one(node: LabNode) -> None:
         await wait_for_ssh(node.session, timeout=timeout, alive=node.is_running, name=node.name, probe=set_clock)
 
+    async def later(node: LabNode) -> None:
+        if first is not None:
+            await first()
+        await one(node)
+
     ssh_nodes = [n for n in nodes.values() if n.image.readiness.method == "ssh"]
     if not background:
         await asyncio.gather(*(one(n) for n in ssh_nodes))
         return []
     tasks = []
     for node in ssh_nodes:
-        tasks.append(task := node.session.defer(functools.partial(one, node)))
+        tasks.append(task := node.session.defer(functools.partial(later, node)))
         if node.agent_session is not None:
             node.agent_session.wait_for(task)
     return tasks
