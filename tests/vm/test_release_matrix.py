@@ -113,6 +113,11 @@ async def _exercise(image: str, tmp_path: Path) -> None:
         assert took > 0
         after = await box.exec("hostname; cat /proc/sys/kernel/random/boot_id")
         assert after.stdout.split()[0] == "box"
+        # the harness's reboot returned only once the boot had settled (no start job queued)
+        settled = await box.exec(
+            "systemctl is-system-running 2>/dev/null; pgrep -x openrc >/dev/null && echo openrc-still-starting; true"
+        )
+        assert "starting" not in settled.stdout, settled.stdout
         await _check_seeded(box)
         again = await snapshot_node(box, commands, SnapshotPoint.AFTER_REBOOT)
         assert _incomplete(again) == {}
