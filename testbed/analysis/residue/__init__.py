@@ -52,6 +52,9 @@ What is excluded (each exclusion is listed in `ResidueResult.excluded` with its 
   addresses and routes, DHCP client sockets, per-interface sysctl keys that appear with a
   new interface, netfilter keys that appear when a firewall rule loads conntrack (unless an
   agent command names them), `df` usage figures, ``/run/user`` and ``/proc``/``/sys`` mounts,
+  at the reboot comparison the values the kernel sizes from memory at boot (``tcp_rmem``,
+  ``file-max``, … moved by at most 2 %; a tmpfs/devtmpfs whose options differ only in
+  ``size=``/``nr_inodes=``),
   ``/etc/.pwd.lock``, ``/etc/adjtime``, per-user tool state in the ``app_files`` listing
   (``.*_history``, ``.lesshst``, ``.viminfo``, ``.wget-hsts``, ``.rnd``, …);
 - rule: package fold — an item marked package-managed (new or removed /etc files, the
