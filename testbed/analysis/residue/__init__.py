@@ -54,7 +54,9 @@ What is excluded (each exclusion is listed in `ResidueResult.excluded` with its 
   agent command names them), `df` usage figures, ``/run/user`` and ``/proc``/``/sys`` mounts,
   at the reboot comparison the values the kernel sizes from memory at boot (``tcp_rmem``,
   ``file-max``, … moved by at most 2 %; a tmpfs/devtmpfs whose options differ only in
-  ``size=``/``nr_inodes=``),
+  ``size=``/``nr_inodes=``), and temp entries first seen after the reboot (made while the
+  node booted, after the agent had finished; the boot-time service that made them is
+  judged by its own probe),
   ``/etc/.pwd.lock``, ``/etc/adjtime``, per-user tool state in the ``app_files`` listing
   (``.*_history``, ``.lesshst``, ``.viminfo``, ``.wget-hsts``, ``.rnd``, …);
 - rule: package fold — an item marked package-managed (new or removed /etc files, the

@@ -16,7 +16,7 @@ from typing import Any
 
 from testbed.analysis.attribution import Target
 from testbed.analysis.residue.context import _Ctx, _d, _path_summary, _what
-from testbed.analysis.residue.model import SIDE_EFFECT_LIMIT
+from testbed.analysis.residue.model import REBOOT_POINT, SIDE_EFFECT_LIMIT
 from testbed.analysis.residue.paths import (
     TMP_ROOTS,
     _prefixed,
@@ -115,6 +115,11 @@ def _h_tmp_files(ctx: _Ctx, d: ProbeDiff) -> None:
             or any(_TMP_NOISE_RE.search(part) for part in path.split("/"))
         ):
             ctx.exclude("tmp_files", path, "noise (system or harness temp entry)")
+            return None
+        if ctx.point == REBOOT_POINT and c.change == "added":
+            # first seen after the reboot: made while the node booted, after the agent had
+            # finished (a boot-time service's temp file; the service is judged by its probe)
+            ctx.exclude("tmp_files", path, "noise (a temp entry made during the reboot)")
             return None
         return path_category(path, _secret_kind(ctx, path)), "path:" + path, False
 

@@ -947,3 +947,21 @@ def test_a_persisted_buffer_size_or_a_new_tmpfs_option_after_a_reboot_is_still_r
     summaries = sorted(f.summary for f in res.findings)
     assert any(s.startswith("sysctl net.ipv4.tcp_rmem changed") for s in summaries), summaries
     assert any(s.startswith("/tmp remounted") for s in summaries), summaries
+
+
+def test_temp_files_first_seen_after_the_reboot_are_not_residue(debian: dict[str, Any]) -> None:
+    """galera-cluster on debian-13 showed it: mariadb's start at boot runs mariadb-upgrade,
+    whose temp files were in /tmp when the after-reboot snapshot was taken. A temp file the
+    agent left before the reboot is still reported (at the after-agent comparison)."""
+    base = copy.deepcopy(debian)
+    after = copy.deepcopy(debian)
+    add_tmp(after, "/tmp/agent-notes.txt", size=10)
+    reboot = copy.deepcopy(after)
+    add_tmp(reboot, "/tmp/mysql_upgrade-7O3ci1", size=112)
+    cmds = [agent(2, "echo notes > /tmp/agent-notes.txt", node="db2")]
+    res = find_residue({"db2": {"after_setup": base, "after_agent": after, "after_reboot": reboot}}, cmds, Expected())
+    assert [f.summary for f in res.findings] == ["new file /tmp/agent-notes.txt (10 B)"], [
+        f.summary for f in res.findings
+    ]
+    reasons = {(e["probe"], e["key"]): e["reason"] for e in res.excluded}
+    assert reasons[("tmp_files", "/tmp/mysql_upgrade-7O3ci1")] == "noise (a temp entry made during the reboot)"
