@@ -24,6 +24,7 @@ restore ends, beside the restores still loading): `mixed_over_group4=` is its re
 the first group's, and `group4_answered_mixed_over_first=` the same for the time until every
 episode of the group has answered its first command (the four sent at once), which the wait
 must not make worse.
+`saved_mem_mib=` is the size of the saved memory image that every restore loads.
 The saved state is removed at the end.
 """
 
@@ -115,6 +116,12 @@ def group_timeline(db, label: str) -> str:  # type: ignore[no-untyped-def]
     return ", ".join(f"{k} {min(v):.2f}..{max(v):.2f}" for k, v in marks.items())
 
 
+def saved_memory_mib(states: Path) -> float:
+    """MiB of the saved memory images (`*.mem`) under `states`: the pages a restore loads
+    (QEMU stores zero pages in a few bytes each, so this is roughly the guest's touched memory)."""
+    return sum(p.stat().st_size for p in states.rglob("*.mem")) / 2**20
+
+
 def _epoch(when) -> float:  # type: ignore[no-untyped-def]
     from datetime import UTC
 
@@ -156,6 +163,8 @@ async def main(task: str) -> str:
             print(f"cold episode ready in {cold:.1f} s", flush=True)
             build = await ready_group(fast_mgr, task, 1)
             print(f"build episode (cold + save + restore) ready in {build:.1f} s", flush=True)
+            mem_mib = saved_memory_mib(tmp / "home" / "states")
+            print(f"saved memory image(s): {mem_mib:.1f} MiB", flush=True)
             singles = [await ready_group(fast_mgr, task, 1, "single") for _ in range(2)]
             single = statistics.median(singles)
             print(f"single restores ready in {', '.join(f'{s:.1f}' for s in singles)} s", flush=True)
@@ -189,7 +198,8 @@ async def main(task: str) -> str:
         f"group8_over_single={group8 / single:.2f} cold_over_group8={8 * cold / group8:.1f} "
         f"mixed_over_group4={group4_mixed / group4:.2f} "
         f"group4_answered_mixed_over_first={ANSWERED_S['group4_mixed'] / ANSWERED_S['group4']:.2f} "
-        f"single_first_step_s={single_step:.2f} single_to_first_answer_s={single + single_step:.2f}"
+        f"single_first_step_s={single_step:.2f} single_to_first_answer_s={single + single_step:.2f} "
+        f"saved_mem_mib={mem_mib:.1f}"
     )
 
 
