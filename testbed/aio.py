@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+import fcntl
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -23,3 +26,18 @@ async def run_to_completion(coro: Coroutine[Any, Any, T]) -> T:
     if cancelled:
         raise asyncio.CancelledError
     return result
+
+
+@asynccontextmanager
+async def file_lock(path: Path) -> AsyncIterator[None]:
+    """Hold an exclusive `flock` on `path` (created if missing) for the block: processes that
+    lock the same path take turns. The wait runs in a thread, so the event loop goes on; the
+    lock is released when the block ends, however it ends (and by the kernel if the process
+    dies)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as fh:
+        await asyncio.to_thread(fcntl.flock, fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -17,10 +17,9 @@ builds of one suite hold a lock on it in turn.
 
 from __future__ import annotations
 
-import asyncio
-import fcntl
 from pathlib import Path
 
+from testbed.aio import file_lock
 from testbed.errors import HarnessError
 from testbed.images.commands import ProgressFn, run_logged
 from testbed.model.images import DebootstrapSource
@@ -56,12 +55,8 @@ async def bootstrap(source: DebootstrapSource, rootfs: Path, cache_dir: Path, pr
     package cache, which mmdebstrap copies in and out whole."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     # beside the cache, not in it: mmdebstrap copies the cache directory out and back in
-    with cache_dir.with_name(f"{cache_dir.name}.lock").open("a+") as lock:
-        await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
-        try:
-            await run_logged(bootstrap_argv(source, rootfs, cache_dir), "bootstrap", progress)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    async with file_lock(cache_dir.with_name(f"{cache_dir.name}.lock")):
+        await run_logged(bootstrap_argv(source, rootfs, cache_dir), "bootstrap", progress)
     pulled_in = sorted(set(source.exclude) & installed_packages(rootfs))
     if pulled_in:
         raise HarnessError(f"bootstrap: excluded packages were installed as dependencies: {', '.join(pulled_in)}")

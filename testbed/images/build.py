@@ -12,7 +12,9 @@ hashes what the disk is made from — `recipe_inputs`, the guest files and `BUIL
 and not the image's name or firmware, so two catalog entries that differ only in how they
 boot share one build: the second is a link to the first's directory). Otherwise it builds in
 a staging directory and moves the result into place only when complete, so an interrupted
-build leaves no image behind (the staging directory is removed on failure).
+build leaves no image behind (the staging directory is removed on failure). Builds of one
+key take turns through a lock file (`images/.locks/<key>.lock`): a second build of an image
+being built waits and then returns the first one's result.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from testbed.aio import file_lock
 from testbed.errors import HarnessError, InputError
 from testbed.images import disk as bootdisk
 from testbed.images.bootstrap import TOOLS as BOOTSTRAP_TOOLS
@@ -122,21 +125,31 @@ async def build_image(
     """Build `image` (a debootstrap recipe) into `store`, or return the cached build."""
     source = _source(image)
     key = recipe_key(image)
-    if not force:
-        cached = store.get(image.name, key)
-        if cached is not None:
-            store.commit_pointer(image.name, key)
-            return cached
-        shared = store.find_key(key)
-        if shared is not None:
-            return store.link(image.name, shared)
+    if not force and (cached := _cached(image, store, key)) is not None:
+        return cached
     _require_tools(image)
-    staging = store.staging_dir(image.name, key)
-    try:
-        return await _build_into(image, source, key, staging, store, progress)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    # builds of one key take turns (two sessions building one recipe would share a staging
+    # directory); whoever waited finds the other's result in the cache
+    async with file_lock(store.root / ".locks" / f"{key}.lock"):
+        if not force and (cached := _cached(image, store, key)) is not None:
+            return cached
+        staging = store.staging_dir(image.name, key)
+        try:
+            return await _build_into(image, source, key, staging, store, progress)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+
+def _cached(image: ImageDef, store: ImageStore, key: str) -> StoredImage | None:
+    """The cached build of `key` made current for `image` (its own, or another name's build
+    of the same recipe linked to it), or None."""
+    cached = store.get(image.name, key)
+    if cached is not None:
+        store.commit_pointer(image.name, key)
+        return cached
+    shared = store.find_key(key)
+    return None if shared is None else store.link(image.name, shared)
 
 
 async def _build_into(

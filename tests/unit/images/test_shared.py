@@ -87,3 +87,34 @@ def test_missing_build_tools_are_named(store: ImageStore, monkeypatch: pytest.Mo
     here = availability(CATALOG["debian-13-cloud"], store).here
     assert here.startswith("no: missing ") and "mmdebstrap" in here and "sfdisk" in here
     assert "sfdisk" not in availability(CATALOG["debian-12"], store).here, "kernel images need no partitioning"
+
+
+def test_concurrent_builds_of_one_recipe_take_turns_and_the_second_reuses_the_first(
+    store: ImageStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sessions building one image at once (or its two boot variants) must not share a
+    staging directory: one builds, the other waits for the lock and finds the result."""
+    import testbed.images.build as build_mod
+
+    bios, uefi = CATALOG["debian-13-cloud"], CATALOG["debian-13-cloud-uefi"]
+    running, builds = [], []
+
+    async def fake_build_into(image, source, key, staging, store_, progress):  # type: ignore[no-untyped-def]
+        running.append(image.name)
+        assert len(running) == 1, "two builds of one key ran at once"
+        builds.append(image.name)
+        (staging / "disk.qcow2").write_bytes(b"disk")
+        await asyncio.sleep(0.2)
+        running.remove(image.name)
+        return store_.commit(staging, ImageManifest(image.name, key, "debootstrap trixie", "0" * 64, 4))
+
+    monkeypatch.setattr(build_mod, "_build_into", fake_build_into)
+    monkeypatch.setattr(build_mod, "_require_tools", lambda image: None)
+
+    async def both() -> list[StoredImage]:
+        return list(await asyncio.gather(build_image(bios, store), build_image(uefi, store), build_image(bios, store)))
+
+    first, second, third = asyncio.run(both())
+    assert builds == ["debian-13-cloud"]
+    assert first.manifest == second.manifest == third.manifest
+    assert (store.image_dir(uefi.name) / first.manifest.key).is_symlink()
