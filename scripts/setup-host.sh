@@ -19,7 +19,7 @@ packages=(
   qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-dev libvirt-clients pkg-config
   mmdebstrap dnsmasq-base iproute2 iptables nftables e2fsprogs openssh-client openssh-server util-linux
   fdisk dosfstools mtools ovmf busybox
-  postgresql chromium chromium-driver python3-venv python3-dev gcc squid
+  postgresql chromium chromium-driver python3-venv python3-dev gcc libc6-dev squid
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -12,6 +12,8 @@ Settings (an empty value is the same as an unset one):
     TESTBED_SUBNET_POOL       a private IPv4 network of /24 or larger (default 10.213.0.0/16)
     TESTBED_ACCEL             kvm | tcg (default: probed)
     TESTBED_HOST_GUARD        1/true/yes/on or 0/false/no/off (default on)
+    TESTBED_NATIVE_PROBE      1/true/yes/on or 0/false/no/off (default on): snapshots use the
+                              native helper where it builds and runs (testbed.probes.native)
     TESTBED_SSH_CONFIG        an existing OpenSSH client config file
     TESTBED_REMOTE_CACHE      an absolute path on remote lab hosts
     TESTBED_ROOT              the checkout holding images/, topologies/ and tasks/
@@ -132,14 +134,24 @@ def accel_override() -> str | None:
     return raw
 
 
-def host_guard_enabled() -> bool:
-    """`TESTBED_HOST_GUARD` (default on)."""
-    raw = _env("TESTBED_HOST_GUARD")
+def _flag(name: str) -> bool:
+    """A 1/true/yes/on or 0/false/no/off setting (default on)."""
+    raw = _env(name)
     if raw is None or raw.lower() in _TRUE:
         return True
     if raw.lower() in _FALSE:
         return False
-    raise InputError(None, "TESTBED_HOST_GUARD", f"{raw!r} is not 1/true/yes/on or 0/false/no/off")
+    raise InputError(None, name, f"{raw!r} is not 1/true/yes/on or 0/false/no/off")
+
+
+def host_guard_enabled() -> bool:
+    """`TESTBED_HOST_GUARD` (default on)."""
+    return _flag("TESTBED_HOST_GUARD")
+
+
+def native_probe_enabled() -> bool:
+    """`TESTBED_NATIVE_PROBE` (default on)."""
+    return _flag("TESTBED_NATIVE_PROBE")
 
 
 def ssh_config_file() -> Path | None:
@@ -186,6 +198,7 @@ class Settings:
     def from_env(cls) -> Settings:
         """The settings of this process; every setting of the module docstring is checked."""
         host_guard_enabled()
+        native_probe_enabled()
         ssh_config_file()
         remote_cache_dir()
         project_root()
@@ -204,6 +217,11 @@ class Settings:
     @property
     def labs_dir(self) -> Path:
         return self.home / "labs"
+
+    @property
+    def tools_dir(self) -> Path:
+        """Host-built helpers (the native snapshot helper), one file per source hash."""
+        return self.home / "tools"
 
     @property
     def leases_dir(self) -> Path:

@@ -7,13 +7,17 @@
 # state and changes nothing outside its private work directory (under /run or /dev/shm when
 # writable), which it removes on exit, or the directories its caller names for it:
 # TESTBED_PROBE_WORKDIR (a work directory kept between runs) and TESTBED_PROBE_CACHE (dpkg's
-# answers while its database is unchanged; see "One walk" below).
+# answers while its database is unchanged; see "One walk" below). TESTBED_PROBE_NATIVE names
+# the native helper (`tbprobe`, a static binary the harness builds and places on the guest):
+# where it is an executable file, it stands in for the filter's awk, the walk's find,
+# sha256sum and grep, and the sysctl probe's grep, with the same output byte for byte; the
+# first line then says native=1.
 #
 # Output grammar. NONCE is a random token drawn per run; a line is a marker only if it is
 # exactly one of the forms below AND carries this run's NONCE, so probe output (file names,
 # crontab lines, ...) can never be mistaken for a marker.
 #
-#   @@testbed-snapshot v=1 nonce=NONCE pid=PID up=SECONDS@@     first line
+#   @@testbed-snapshot v=1 nonce=NONCE pid=PID up=SECONDS native=0|1@@   first line
 #   @@testbed-probe NONCE NAME up=SECONDS@@                      a probe starts
 #   @@testbed-part NONCE PART@@                                  a part (one command) starts
 #     ...the command's stdout, one line each (always newline-terminated, lines capped)...
@@ -105,6 +109,17 @@ TB_APP_SKIP=${TESTBED_PROBE_APP_SKIP:-/opt/testbed}
 TB_APP_DEPS="node_modules site-packages dist-packages"
 # The directory whose presence means "systemd is PID 1" (overridable for tests).
 TB_SYSTEMD_RUN=${TESTBED_PROBE_SYSTEMD_RUN:-/run/systemd/system}
+# The native helper (see the top): used only when it is an executable regular file and the
+# portable path is not asked for.
+TB_NATIVE=${TESTBED_PROBE_NATIVE:-}
+if [ -z "$TB_NATIVE" ] || [ -n "${TESTBED_PROBE_PORTABLE:-}" ] || [ ! -f "$TB_NATIVE" ] || [ ! -x "$TB_NATIVE" ]; then
+    TB_NATIVE=
+fi
+TB_NATIVE_ON=${TB_NATIVE:+1}
+TB_NATIVE_ON=${TB_NATIVE_ON:-0}
+# A directory of the harness's (where it keeps the native helper) that no probe lists, like
+# the work directory.
+TB_HIDE=${TESTBED_PROBE_HIDE:-/nonexistent}
 
 # The output filter (see "Speed" above). Portable awk: mawk, gawk, busybox and one-true-awk.
 TB_FILTER='
@@ -674,7 +689,7 @@ tb_existing() {
 # tb_stat_tree ROOT...: one stat line for each entry under the roots (the roots included),
 # staying on their file systems and skipping this script's work directory.
 tb_stat_tree() {
-    tb_t 60 find "$@" -xdev -path "${TB_W:-/nonexistent}" -prune -o \
+    tb_t 60 find "$@" -xdev \( -path "${TB_W:-/nonexistent}" -o -path "$TB_HIDE" \) -prune -o \
         -exec stat -c "$TB_STATFMT" {} + | head -n $((TB_LIMIT + 1))
 }
 
@@ -682,7 +697,7 @@ tb_stat_tree() {
 # 1 MiB, in ONE walk (a walk is expensive under emulation); the filter (mode X) tells the
 # two kinds of line apart.
 tb_stat_hash_tree() {
-    tb_t 60 find "$@" -xdev -path "${TB_W:-/nonexistent}" -prune -o \
+    tb_t 60 find "$@" -xdev \( -path "${TB_W:-/nonexistent}" -o -path "$TB_HIDE" \) -prune -o \
         -exec stat -c "$TB_STATFMT" {} + -type f -size -1024k -exec sha256sum {} + |
         head -n $((2 * TB_LIMIT + 2))
 }
@@ -795,9 +810,11 @@ tb_roots_of() {
 
 # tb_walk: the one walk (see above); sets TB_FAST when the filter holds its result.
 tb_walk() {
-    tb_which find
-    [ -n "$TB_W" ] && [ -z "${TESTBED_PROBE_PORTABLE:-}" ] && [ -n "$TB_WHICH" ] && [ ! -L "$TB_WHICH" ] &&
-        tb_have sha256sum && tb_have grep || return 0
+    [ -n "$TB_W" ] && [ -z "${TESTBED_PROBE_PORTABLE:-}" ] || return 0
+    if [ -z "$TB_NATIVE" ]; then
+        tb_which find
+        [ -n "$TB_WHICH" ] && [ ! -L "$TB_WHICH" ] && tb_have sha256sum && tb_have grep || return 0
+    fi
     tb_any_wanted tmp_files etc_files app_files secrets sudoers authorized_keys cron services packages pkg_health ||
         return 0
     _tb_wp=
@@ -843,12 +860,83 @@ tb_walk() {
     for _tb_f in $TB_K_FILES; do set -- "$@" "$_tb_f"; done
     IFS=$_tb_ifs
     [ $# -gt 0 ] || return 0
-    set -- "$@" -xdev \( -path "$TB_W" -o \( -path "*$TB_NL*" -o -path "*$TB_TAB*" -o -lname "*$TB_NL*" \
+    TB_K_EXTRA=
+    if [ -n "$TB_NATIVE" ]; then
+        tb_walk_native "$@"
+    else
+        tb_walk_find "$@"
+    fi
+    # grep finding no PEM marker makes find exit 1 too: only a message makes it a failure
+    [ "$_tb_wrc" = 1 ] && [ ! -s "$TB_W/walkerr" ] && _tb_wrc=0
+    if [ -s "$TB_W/odd" ]; then
+        return 0
+    fi
+    if [ -n "$TB_K_EXTRA" ]; then
+        IFS=$TB_NL
+        # shellcheck disable=SC2086
+        tb_hash_files $TB_K_EXTRA >>"$TB_W/hash" 2>>"$TB_W/walkerr"
+        IFS=$_tb_ifs
+    fi
+    TB_FAST=1
+    tb_ctl w "$TB_W/walk" "$TB_W/hash" "$TB_W/walkerr" "$_tb_wrc"
+    if [ -n "$_tb_wp" ] && [ "$_tb_wrc" = 0 ]; then
+        # the first lines of the walk are dpkg's starting points, in order
+        TB_DPKG_KEY=snapshot-cache-1
+        {
+            for _tb_d in $_tb_wp; do
+                IFS= read -r _tb_a
+                TB_DPKG_KEY="$TB_DPKG_KEY$TB_TAB$_tb_a"
+            done
+        } <"$TB_W/walk"
+    fi
+}
+
+# tb_walk_native START...: the walk by the native helper (same files, same formats; it finds
+# what tb_walk_find's find expression finds, every authorized_keys file included).
+tb_walk_native() {
+    set -- --walk "$TB_W/walk" --hash "$TB_W/hash" --odd "$TB_W/odd" --skip "$TB_W" --skip "$TB_HIDE" --deadline 120 \
+        --app-skip "$TB_APP_SKIP" -- "$@"
+    # options go before the `--` (set -- OPTION... "$@" keeps the starting points last)
+    for _tb_d in $_tb_we $_tb_wc; do set -- --hash-under "$_tb_d" "$@"; done
+    IFS=$TB_NL
+    for _tb_f in $TB_K_FILES; do set -- --hash-path "$_tb_f" "$@"; done
+    IFS=$_tb_ifs
+    for _tb_d in $_tb_ws; do set -- --secret-root "$_tb_d" "$@"; done
+    set -f
+    for _tb_f in $TB_SECRET_PRUNE; do set -- --secret-prune "$_tb_f" "$@"; done
+    for _tb_f in $TB_SECRET_NAMES; do set -- --secret-name "$_tb_f" "$@"; done
+    for _tb_f in $TB_APP_DEPS; do set -- --app-dep "$_tb_f" "$@"; done
+    set +f
+    for _tb_d in $_tb_wp; do
+        [ "$_tb_d" = "$TB_DPKG_DIR/info" ] && set -- --prune-path "$_tb_d" "$@"
+    done
+    tb_walk_pruned
+    for _tb_d in $_tb_pr; do set -- --prune-secret-root "$_tb_d" "$@"; done
+    for _tb_d in $_tb_pa; do set -- --prune-app-root "$_tb_d" "$@"; done
+    "$TB_NATIVE" walk "$@" 2>"$TB_W/walkerr" </dev/null
+    _tb_wrc=$?
+}
+
+# tb_walk_pruned: _tb_pr (secret roots) and _tb_pa (app-only roots) whose subtrees the walk
+# prunes: where every probe walking a root agrees.
+tb_walk_pruned() {
+    _tb_pr= _tb_pa=
+    for _tb_d in $_tb_wa $_tb_ws; do
+        case " $_tb_we $_tb_wt " in *" $_tb_d "*) continue ;; esac
+        case " $_tb_ws " in
+            *" $_tb_d "*) _tb_pr="$_tb_pr $_tb_d" ;;
+            *) _tb_pa="$_tb_pa $_tb_d" ;;
+        esac
+    done
+}
+
+# tb_walk_find START...: the walk by GNU find, sha256sum and grep.
+tb_walk_find() {
+    set -- "$@" -xdev \( -path "$TB_W" -o -path "$TB_HIDE" -o \( -path "*$TB_NL*" -o -path "*$TB_TAB*" -o -lname "*$TB_NL*" \
         -o -lname "*$TB_TAB*" \) -fprint "$TB_W/odd" \) -prune -o -fprintf "$TB_W/walk" "$TB_WFMT"
     # One sha256sum batch: /etc, the spools, the authorized_keys files and the secret
     # candidates (regular files < 1 MiB); one grep batch: the secret candidates (as the
     # portable secrets probe finds them: by name, or small and shallow with a PEM marker).
-    TB_K_EXTRA=
     for _tb_pass in hash grep; do
         [ "$_tb_pass" = grep ] && [ -z "$_tb_ws" ] && continue
         set -- "$@" \( -type f
@@ -891,14 +979,7 @@ tb_walk() {
     for _tb_d in $_tb_wp; do
         [ "$_tb_d" = "$TB_DPKG_DIR/info" ] && set -- "$@" -o -path "$_tb_d"
     done
-    _tb_pr= _tb_pa=
-    for _tb_d in $_tb_wa $_tb_ws; do
-        case " $_tb_we $_tb_wt " in *" $_tb_d "*) continue ;; esac
-        case " $_tb_ws " in
-            *" $_tb_d "*) _tb_pr="$_tb_pr $_tb_d" ;;
-            *) _tb_pa="$_tb_pa $_tb_d" ;;
-        esac
-    done
+    tb_walk_pruned
     if [ -n "$_tb_pr" ]; then
         set -- "$@" -o \( \( -false
         for _tb_d in $_tb_pr; do set -- "$@" -o -path "$_tb_d/*"; done
@@ -918,29 +999,6 @@ tb_walk() {
     set -- "$@" \) -prune -o -true \)
     tb_t 120 find "$@" >"$TB_W/hash" 2>"$TB_W/walkerr" </dev/null
     _tb_wrc=$?
-    # grep finding no PEM marker makes find exit 1 too: only a message makes it a failure
-    [ "$_tb_wrc" = 1 ] && [ ! -s "$TB_W/walkerr" ] && _tb_wrc=0
-    if [ -s "$TB_W/odd" ]; then
-        return 0
-    fi
-    if [ -n "$TB_K_EXTRA" ]; then
-        IFS=$TB_NL
-        # shellcheck disable=SC2086
-        tb_hash_files $TB_K_EXTRA >>"$TB_W/hash" 2>>"$TB_W/walkerr"
-        IFS=$_tb_ifs
-    fi
-    TB_FAST=1
-    tb_ctl w "$TB_W/walk" "$TB_W/hash" "$TB_W/walkerr" "$_tb_wrc"
-    if [ -n "$_tb_wp" ] && [ "$_tb_wrc" = 0 ]; then
-        # the first lines of the walk are dpkg's starting points, in order
-        TB_DPKG_KEY=snapshot-cache-1
-        {
-            for _tb_d in $_tb_wp; do
-                IFS= read -r _tb_a
-                TB_DPKG_KEY="$TB_DPKG_KEY$TB_TAB$_tb_a"
-            done
-        } <"$TB_W/walk"
-    fi
 }
 
 # tb_cached_part NAME MAXLINES KEY CMD...: a part whose output is kept in TB_CACHE under
@@ -1442,7 +1500,11 @@ tb_sysctl_grep() {
         echo "no /proc/sys/net, /proc/sys/kernel or /proc/sys/vm" >&2
         return 1
     fi
-    grep -rs '' "$@"
+    if [ -n "$TB_NATIVE" ]; then
+        "$TB_NATIVE" sysctl "$@"
+    else
+        grep -rs '' "$@"
+    fi
     _tb_rc=$?
     [ "$_tb_rc" -eq 2 ] && return 0
     return "$_tb_rc"
@@ -1453,7 +1515,7 @@ tb_sysctl() {
 }
 
 p_sysctl() {
-    if [ -d /proc/sys ] && tb_have grep; then
+    if [ -d /proc/sys ] && { [ -n "$TB_NATIVE" ] || tb_have grep; }; then
         tb_part_m g sysctl 20000 tb_sysctl_grep
     elif tb_have sysctl; then
         tb_part sysctl 20000 tb_sysctl
@@ -1483,7 +1545,7 @@ p_etc_files() {
 # listed by their own probes), __pycache__, TB_APP_SKIP and this script's work directory.
 # Dependency trees (node_modules, site-packages, dist-packages) are listed but not entered.
 tb_app_find() {
-    set -- "$@" -xdev -maxdepth 6 \( -path "${TB_W:-/nonexistent}" -o -path "$TB_APP_SKIP" \
+    set -- "$@" -xdev -maxdepth 6 \( -path "${TB_W:-/nonexistent}" -o -path "$TB_HIDE" -o -path "$TB_APP_SKIP" \
         -o -name __pycache__ -o -type d -name '.?*' \) -prune -o \( \(
     _tb_or=  # no -false: busybox find lacks it
     for _tb_f in $TB_APP_DEPS; do
@@ -1504,7 +1566,7 @@ p_app_files() {
 # VCS metadata and language package trees are pruned.
 tb_secret_find() {
     set -f
-    set -- \( -path "${TB_W:-/nonexistent}"
+    set -- \( -path "${TB_W:-/nonexistent}" -o -path "$TB_HIDE"
     for _tb_f in $TB_SECRET_PRUNE; do set -- "$@" -o -name "$_tb_f"; done
     set -- "$@" \) -prune -o -type f \( \(
     _tb_or=  # no -false: busybox find lacks it
@@ -1612,7 +1674,7 @@ p_router() {
 tb_main() {
     trap - EXIT
     tb_up
-    printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"
+    printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s native=%s@@\n' "$TB_NONCE" "$$" "$TB_UP" "$TB_NATIVE_ON"
     tb_walk
     for _tb_probe in boot os tmp_files services listening processes users sudoers authorized_keys \
         packages repos pkg_health firewall cron mounts sysctl etc_files secrets app_files network router; do
@@ -1645,23 +1707,28 @@ if [ -n "$TB_W" ] && [ -z "$TB_W_KEPT" ]; then
     trap 'rm -rf "$TB_W"' EXIT
     trap 'exit 143' HUP INT TERM
 fi
-# Everything goes through the filter: without awk there is no output to frame.
+# Everything goes through the filter (the native one, or awk): without either there is no
+# output to frame.
 tb_which awk
 TB_AWK=$TB_WHICH
 # busybox's awk cuts a record at a NUL byte (/proc/PID/cmdline): processes then come from
-# ps; TESTBED_PROBE_PORTABLE=1 asks for ps too.
+# ps; TESTBED_PROBE_PORTABLE=1 asks for ps too. The native filter keeps NUL bytes.
 TB_PROC_AWK=
-if [ -n "$TB_AWK" ] && [ -z "${TESTBED_PROBE_PORTABLE:-}" ]; then
+if [ -n "$TB_NATIVE" ]; then
+    TB_PROC_AWK=1
+elif [ -n "$TB_AWK" ] && [ -z "${TESTBED_PROBE_PORTABLE:-}" ]; then
     tb_which busybox
     { [ -n "$TB_WHICH" ] && [ "$TB_AWK" -ef "$TB_WHICH" ]; } || TB_PROC_AWK=1
 fi
-if [ -z "$TB_AWK" ]; then
+if [ -z "$TB_AWK" ] && [ -z "$TB_NATIVE" ]; then
     tb_up
-    printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s@@\n' "$TB_NONCE" "$$" "$TB_UP"
+    printf '@@testbed-snapshot v=1 nonce=%s pid=%s up=%s native=%s@@\n' "$TB_NONCE" "$$" "$TB_UP" "$TB_NATIVE_ON"
     echo "snapshot: awk not found" >&2
     exit 1
 fi
-if [ -n "$TB_W" ] && printf '%s\n' "$TB_FILTER" >"$TB_W/filter.awk"; then
+if [ -n "$TB_NATIVE" ]; then
+    tb_main | "$TB_NATIVE" filter
+elif [ -n "$TB_W" ] && printf '%s\n' "$TB_FILTER" >"$TB_W/filter.awk"; then
     tb_main | awk -f "$TB_W/filter.awk"
 else
     tb_main | awk "$TB_FILTER"

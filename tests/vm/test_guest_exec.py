@@ -1,32 +1,40 @@
-"""Guest execution against a real guest, and serial-console readiness on the Debian console."""
+"""Guest execution against a real guest, serial-console readiness on the Debian console, and
+snapshots of that guest with and without the native helper."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from testbed.db.engine import open_database
+from testbed.db.recorder import RunRecorder
 from testbed.hypervisor.hostguard import TABLE, ensure_host_guard
 from testbed.hypervisor.lab import Lab, LabNode
 from testbed.model.topology import Topology
+from testbed.model.vocab import SnapshotPoint
+from testbed.probes import diff_snapshots
+from testbed.runner.recording import CommandRecorder
+from testbed.runner.snapshots import EXIT_NO_HELPER, snapshot_node
 from testbed.runtime import runtime
 
 pytestmark = pytest.mark.vm
 
 
-def test_serial_readiness_and_exec_bounds(vm_home: Path) -> None:
+def test_serial_readiness_and_exec_bounds(vm_home: Path, tmp_path: Path) -> None:
     # A serial-readiness variant of debian-12, sharing its cached base image.
     (vm_home / "images" / "debian-12").resolve()
     serial_cache = vm_home / "serial-images"
     serial_cache.mkdir()
     (serial_cache / "debian-12-serial").symlink_to((vm_home / "images" / "debian-12").resolve())
-    asyncio.run(_exercise(serial_cache))
+    asyncio.run(_exercise(serial_cache, tmp_path))
 
 
-async def _exercise(serial_cache: Path) -> None:
+async def _exercise(serial_cache: Path, tmp_path: Path) -> None:
     async with runtime() as rt:
         base = rt.catalog["debian-12"]
         serial = base.model_copy(
@@ -80,11 +88,36 @@ async def _exercise(serial_cache: Path) -> None:
             assert mode.stdout.strip() == "600"
 
             await _host_services_unreachable(lab, box)
+            await _native_snapshots_match_portable_ones(box, tmp_path)
 
             # a dropped connection is re-established on the next command
             await box.session.close()
             again = await box.exec("hostname")
             assert again.stdout.strip() == "box"
+
+
+async def _native_snapshots_match_portable_ones(box: LabNode, tmp_path: Path) -> None:
+    """The first snapshot finds no helper on the fresh guest (exit EXIT_NO_HELPER before
+    reading the script), places it once and runs with it; the next finds it in place; a
+    snapshot without it (TESTBED_NATIVE_PROBE=0) diffs as nothing changed against it."""
+    db = open_database(f"sqlite:///{tmp_path / 'snapshots.db'}")
+    commands = CommandRecorder(RunRecorder.create(db, task_id="native", agent="harness", image="debian-12"))
+    first = await snapshot_node(box, commands, SnapshotPoint.BEFORE_SETUP)
+    native = await snapshot_node(box, commands, SnapshotPoint.AFTER_SETUP)
+    os.environ["TESTBED_NATIVE_PROBE"] = "0"
+    try:
+        portable = await snapshot_node(box, commands, SnapshotPoint.AFTER_AGENT)
+    finally:
+        del os.environ["TESTBED_NATIVE_PROBE"]
+    assert (first["_meta"]["native"], native["_meta"]["native"], portable["_meta"]["native"]) == (True, True, False)
+    assert first["_meta"]["complete"] and native["_meta"]["complete"] and portable["_meta"]["complete"]
+    rows = [c.record for c in commands.journal.commands]
+    assert [r.exit_code for r in rows] == [EXIT_NO_HELPER, 0, 0, 0, 0], [(r.command[:60], r.exit_code) for r in rows]
+    assert "version" in rows[1].command and "tbprobe-" in rows[1].command
+    changed = {p: [c.to_dict() for c in d.items()] for p, d in diff_snapshots(native, portable).items() if not d.empty}
+    changed.pop("processes", None)  # the snapshots' own neighbours (sshd sessions) come and go
+    assert not changed, changed
+    assert not any("/dev/shm/.testbed" in path for path in native["tmp_files"]["entries"])
 
 
 async def _host_services_unreachable(lab: Lab, box: LabNode) -> None:

@@ -3,7 +3,7 @@
 Output grammar (see the header of ``snapshot.sh``; NONCE is random per run and a line is a
 marker only when it carries that run's NONCE, so probe output can never forge one)::
 
-    @@testbed-snapshot v=1 nonce=NONCE pid=PID up=SECONDS@@
+    @@testbed-snapshot v=1 nonce=NONCE pid=PID up=SECONDS native=0|1@@   (native= since tbprobe)
     @@testbed-probe NONCE NAME up=SECONDS@@
     @@testbed-part NONCE PART@@
     ...output lines...
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from testbed.probes.parsers.formats import to_float, to_int
 
-_HEADER_RE = re.compile(r"^@@testbed-snapshot v=(\S+) nonce=(\S+) pid=(\S*) up=(\S*)@@$")
+_HEADER_RE = re.compile(r"^@@testbed-snapshot v=(\S+) nonce=(\S+) pid=(\S*) up=(\S*)(?: native=([01]))?@@$")
 
 
 @dataclass
@@ -76,6 +76,7 @@ class Framed:
     version: str | None = None
     nonce: str | None = None
     script_pid: int | None = None
+    native: bool = False  # the native helper (tbprobe) stood in for awk, find and grep
     started: float | None = None
     ended: float | None = None
     complete: bool = False
@@ -185,6 +186,7 @@ def frame_snapshot(text: str) -> Framed:
     framer.framed.version = head.group(1)
     framer.framed.script_pid = to_int(head.group(3))
     framer.framed.started = to_float(head.group(4))
+    framer.framed.native = head.group(5) == "1"
     for line in lines[start + 1 :]:
         framer.feed(line)
     return framer.framed

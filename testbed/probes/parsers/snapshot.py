@@ -101,7 +101,7 @@ def parse_snapshot(text: str) -> dict[str, Any]:
     Returns ``{probe: parsed | {"unavailable": reason}, "_meta": {...}}`` with an entry for
     every probe in :data:`PROBES` (a probe absent from the output — script cut short or run
     with a probe subset — is ``{"unavailable": "missing from output"}``) plus any unknown
-    probe sections. ``_meta`` = ``{version, complete, script_pid, duration_s,
+    probe sections. ``_meta`` = ``{version, complete, script_pid, native, duration_s,
     probe_seconds: {probe: s}, probe_rc: {probe: rc}, stray: [lines]}``.
     """
     framed = frame_snapshot(text)
@@ -131,6 +131,7 @@ def _meta(framed: Framed) -> dict[str, Any]:
         "version": framed.version,
         "complete": framed.complete,
         "script_pid": framed.script_pid,
+        "native": framed.native,
         "duration_s": duration,
         "probe_seconds": seconds,
         "probe_rc": {n: s.rc for n, s in framed.sections.items()},

@@ -1,0 +1,28 @@
+/* tbprobe: the native side of snapshot.sh, for guests where a static binary built on the lab
+ * host runs (see testbed/probes/native/__init__.py). One program, three commands, each a
+ * drop-in for what the script otherwise starts:
+ *
+ *   tbprobe filter          the output filter (the script's awk program TB_FILTER)
+ *   tbprobe walk ...        the one walk (the script's find command; see walk.c)
+ *   tbprobe sysctl DIR...   grep -rs '' DIR... (the sysctl probe's read of /proc/sys)
+ *
+ * Each gives the output its counterpart gives, byte for byte, so the host's parsers cannot
+ * tell them apart; the tests run the script both ways and compare. */
+#include <stdio.h>
+#include <string.h>
+
+#include "filter.h"
+#include "sysctl.h"
+#include "walk.h"
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "filter") == 0) return filter_main();
+    if (argc >= 2 && strcmp(argv[1], "walk") == 0) return walk_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "sysctl") == 0) return sysctl_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "version") == 0) {
+        puts("tbprobe 1");
+        return 0;
+    }
+    fputs("usage: tbprobe filter | walk OPTIONS -- START... | sysctl DIR... | version\n", stderr);
+    return 2;
+}
