@@ -42,6 +42,7 @@ from testbed.hypervisor.slots import SlotLock, SlotMeta, SlotStore
 from testbed.model.vocab import Phase, PhaseStatus, RunState, SnapshotPoint
 from testbed.runner.context import RunContext, RunLab
 from testbed.runner.lifecycle import Lifecycle, agent_steps, prepare_steps
+from testbed.runner.snapshots import zero_free_memory
 from testbed.runner.steps import Provision, cold_lab, console_keeper
 
 PREPARED_POINTS = (SnapshotPoint.BEFORE_SETUP, SnapshotPoint.AFTER_SETUP)
@@ -111,6 +112,7 @@ class SaveState:
         use = self.use
         async with ctx.phase(Phase.SAVE_STATE) as phase:
             t0 = time.monotonic()
+            await asyncio.gather(*(zero_free_memory(n, ctx.commands) for n in lab.nodes.values()))
             meta = await save_lab(
                 lab,
                 use.store,
