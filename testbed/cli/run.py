@@ -45,7 +45,7 @@ def run_command(
         bool, typer.Option("--cold", help="boot fresh guests even when the task's saved post-setup state exists")
     ] = False,
     seed: Annotated[
-        int | None, typer.Option(help="scenario seed: the task's [parameters] drawn from it (default 0)")
+        int | None, typer.Option(help="scenario seed: the task's \\[parameters] drawn from it (default 0)")
     ] = None,
 ) -> None:
     """Run TASK_DIR once with AGENT; prints the run id, live phases and the outcome. The

@@ -21,7 +21,10 @@
  * A directory is not entered when it is a --prune-path, a --secret-prune name below a
  * --prune-secret-root, or below a --prune-app-root: hidden, __pycache__, the --app-skip
  * path, an --app-dep name, or six levels down. Errors are reported on stderr as find and
- * sha256sum word them; exit status 0, 1 when an error was reported, 124 past the deadline. */
+ * sha256sum word them; exit status 0, 1 when an error was reported, 124 past the deadline.
+ * One difference from find: an entry whose path is longer than PATH_MAX (4096 bytes, two
+ * thousand levels of one-letter names) is reported as an error ("File name too long"), not
+ * listed, since the walk works with whole paths. */
 #include "walk.h"
 
 #include <dirent.h>
@@ -289,7 +292,7 @@ static void visit(const char *start, const char *path, int depth, dev_t dev) {
         err_find(path, errno);
         return;
     }
-    char link[4096];
+    static char link[4096]; /* used before the recursion only: deep trees keep small frames */
     link[0] = 0;
     if (S_ISLNK(st.st_mode)) {
         ssize_t k = readlink(path, link, sizeof link - 1);
