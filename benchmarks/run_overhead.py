@@ -5,15 +5,18 @@ Run through the namespace wrapper:  scripts/netns-run .venv/bin/python benchmark
 - per command: `true` through the runner's path (bounded exec with the guest-side deadline,
   impact classification, redaction, the row committed to SQLite before returning) against a
   bare asyncssh `conn.run("true")` on the same open connection; N of each, interleaved.
-- per snapshot: one node's full snapshot (upload, probe script, parse, store) against one
-  `true` round trip, and against the same snapshot taken with the script and probe command
-  of commit `BASELINE` (before the one walk and the dpkg cache), interleaved on the same guest.
+- per snapshot: one node's full snapshot (upload, probe script, parse, store; with the native
+  helper, placed by the warm-up) against one `true` round trip, against the same snapshot
+  taken with the script and probe command of commit `BASELINE` (before the one walk and the
+  dpkg cache), and against today's script without the helper (`TESTBED_NATIVE_PROBE=0`),
+  interleaved on the same guest.
 The last line prints the ratios (goals: <= 1.10, and old/new snapshot >= 3).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
 import statistics
 import subprocess
@@ -95,7 +98,7 @@ async def main(n: int) -> None:
                 old_script = baseline_script()
                 await snapshot_node(node, commands, SnapshotPoint.AFTER_AGENT)  # warm up both scripts
                 await baseline_snapshot(node, commands, old_script)
-                snaps, olds = [], []
+                snaps, olds, portables = [], [], []
                 for _ in range(5):
                     t0 = time.perf_counter()
                     await snapshot_node(node, commands, SnapshotPoint.AFTER_AGENT)
@@ -103,13 +106,22 @@ async def main(n: int) -> None:
                     t0 = time.perf_counter()
                     await baseline_snapshot(node, commands, old_script)
                     olds.append(time.perf_counter() - t0)
+                    os.environ["TESTBED_NATIVE_PROBE"] = "0"  # today's script without the native helper
+                    t0 = time.perf_counter()
+                    await snapshot_node(node, commands, SnapshotPoint.AFTER_AGENT)
+                    portables.append(time.perf_counter() - t0)
+                    del os.environ["TESTBED_NATIVE_PROBE"]
     m_bare, m_run = statistics.median(bare), statistics.median(runner)
-    m_snap, m_old = statistics.median(snaps), statistics.median(olds)
+    m_snap, m_old, m_port = statistics.median(snaps), statistics.median(olds), statistics.median(portables)
     print(f"bare asyncssh true: median {m_bare * 1000:.0f} ms; runner true: median {m_run * 1000:.0f} ms ({n} each)")
-    print(f"snapshot: median {m_snap:.2f} s, baseline {BASELINE} script {m_old:.2f} s, over {len(snaps)} each")
+    print(
+        f"snapshot: median {m_snap:.2f} s (native helper), {m_port:.2f} s (same script without it), "
+        f"baseline {BASELINE} script {m_old:.2f} s, over {len(snaps)} each"
+    )
     print(
         f"per_command_ratio={m_run / m_bare:.2f} snapshot_over_true={m_snap / m_bare:.1f} "
-        f"baseline_over_true={m_old / m_bare:.1f} old_over_new_snapshot={m_old / m_snap:.2f}"
+        f"baseline_over_true={m_old / m_bare:.1f} portable_over_native={m_port / m_snap:.2f} "
+        f"old_over_new_snapshot={m_old / m_snap:.2f}"
     )
 
 

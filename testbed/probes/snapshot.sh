@@ -10,8 +10,8 @@
 # answers while its database is unchanged; see "One walk" below). TESTBED_PROBE_NATIVE names
 # the native helper (`tbprobe`, a static binary the harness builds and places on the guest):
 # where it is an executable file, it stands in for the filter's awk, the walk's find,
-# sha256sum and grep, and the sysctl probe's grep, with the same output byte for byte; the
-# first line then says native=1.
+# sha256sum and grep, the sysctl probe's grep, the authorized_keys files' awk and timeout,
+# with the same output byte for byte; the first line then says native=1.
 #
 # Output grammar. NONCE is a random token drawn per run; a line is a marker only if it is
 # exactly one of the forms below AND carries this run's NONCE, so probe output (file names,
@@ -520,7 +520,9 @@ tb_have() {
 tb_t() {
     _tb_secs=$1
     shift
-    if [ -n "$TB_HAVE_TIMEOUT" ]; then
+    if [ -n "$TB_NATIVE" ]; then
+        "$TB_NATIVE" timeout "$_tb_secs" "$@"
+    elif [ -n "$TB_HAVE_TIMEOUT" ]; then
         timeout "$_tb_secs" "$@"
     else
         "$@"
@@ -786,6 +788,18 @@ tb_authkeys_files() {
     tb_collect_files /etc/ssh/sshd_config /etc/ssh/sshd_config.d/*.conf
     _tb_ifs=$IFS
     IFS=$TB_NL
+    if [ -n "$TB_NATIVE" ]; then
+        # the same list, existing files only, each once, root's defaults last (authkeys.h)
+        # shellcheck disable=SC2086
+        "$TB_NATIVE" authkeys $TB_FILES >"$TB_W/authkeys" 2>/dev/null
+        IFS=$_tb_ifs
+        TB_FILES=
+        while IFS= read -r _tb_f; do
+            TB_FILES="$TB_FILES$_tb_f$TB_NL"
+        done <"$TB_W/authkeys"
+        TB_K_FILES=$TB_FILES
+        return 0
+    fi
     # shellcheck disable=SC2086
     tb_authkeys_paths $TB_FILES >"$TB_W/authkeys" 2>/dev/null
     IFS=$_tb_ifs
@@ -1635,8 +1649,17 @@ tb_pem_headers() {
 p_network() {
     if tb_have ip; then
         tb_part addr 2000 ip -o addr show
-        tb_part route 2000 ip route show
-        tb_part route6 2000 ip -6 route show
+        tb_which busybox
+        _tb_bb=$TB_WHICH
+        tb_which ip
+        if [ -n "$TB_WHICH" ] && { [ -z "$_tb_bb" ] || ! [ "$TB_WHICH" -ef "$_tb_bb" ]; }; then
+            # iproute2 (not busybox's applet): both families' routes in one process, every
+            # table (the host keeps the main table's, as `ip route` and `ip -6 route` show them)
+            tb_part route_all 5000 ip route show table all
+        else
+            tb_part route 2000 ip route show
+            tb_part route6 2000 ip -6 route show
+        fi
     else
         tb_unavail network "ip not found"
     fi

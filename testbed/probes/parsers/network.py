@@ -102,7 +102,9 @@ _IP_ADDR_RE = re.compile(r"^\d+:\s+(\S+?)(?:@\S+)?\s+(inet6?)\s+(\S+)(.*)$")
 def parse_network(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dict[str, Any]:
     """``{"addresses": [{ifname, family, address, prefixlen, scope, key}], "routes": [str],
     "routes6": [str]}``; address lifetimes and route expiry times are dropped, and a
-    multipath route is one string with its `nexthop` lines."""
+    multipath route is one string with its `nexthop` lines. Routes come from the parts
+    `route` and `route6` (`ip route show`, `ip -6 route show`) or from `route_all` (`ip route
+    show table all`, split by `split_route_tables`)."""
     addrs = []
     for line in sec.lines("addr"):
         m = _IP_ADDR_RE.match(line.split("\\")[0].rstrip())
@@ -122,20 +124,60 @@ def parse_network(sec: Section, ctx: ParseContext, unparsed: list[str]) -> dict[
             }
         )
 
-    def routes(part: str) -> list[str]:
-        out: list[str] = []
-        for raw in sec.lines(part):
-            line = " ".join(re.sub(r"\s*\bexpires \S+", "", raw).split())
-            if not line:
-                continue
-            if raw[:1].isspace() and out:
-                # a multipath route's `nexthop via ...` lines belong to the route above them
-                out[-1] = f"{out[-1]} {line}"
-            else:
-                out.append(line)
-        return out
+    if sec.has("route_all"):
+        v4, v6 = split_route_tables(_routes(sec.lines("route_all")))
+        return {"addresses": addrs, "routes": v4, "routes6": v6}
+    return {"addresses": addrs, "routes": _routes(sec.lines("route")), "routes6": _routes(sec.lines("route6"))}
 
-    return {"addresses": addrs, "routes": routes("route"), "routes6": routes("route6")}
+
+def _routes(lines: Iterable[str]) -> list[str]:
+    """One string per route: expiry times dropped, blanks collapsed, and a multipath route's
+    `nexthop via ...` lines joined to the route above them."""
+    out: list[str] = []
+    for raw in lines:
+        line = " ".join(re.sub(r"\s*\bexpires \S+", "", raw).split())
+        if not line:
+            continue
+        if raw[:1].isspace() and out:
+            out[-1] = f"{out[-1]} {line}"
+        else:
+            out.append(line)
+    return out
+
+
+def _table(route: str) -> str | None:
+    """The `table NAME` of a route line (None: the main table, which `ip` does not name);
+    the word after `dev` is an interface name, whatever it is."""
+    words = route.split()
+    i = 0
+    while i < len(words):
+        if words[i] == "dev":
+            i += 2
+            continue
+        if words[i] == "table" and i + 1 < len(words):
+            return words[i + 1]
+        i += 1
+    return None
+
+
+def split_route_tables(routes: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(IPv4, IPv6) routes of the main table from `ip route show table all`: what `ip route
+    show` and `ip -6 route show` print. An IPv6 route always carries `pref` (the kernel's
+    RTA_PREF); the kernel lists IPv4 routes first."""
+    v4: list[str] = []
+    v6: list[str] = []
+    for route in routes:
+        if _table(route) is not None:
+            continue
+        words = route.split()
+        first = words[1] if words[0] in _ROUTE_TYPES and len(words) > 1 else words[0]
+        (v6 if "pref" in words or ":" in first else v4).append(route)
+    return v4, v6
+
+
+_ROUTE_TYPES = frozenset(
+    {"unicast", "local", "broadcast", "multicast", "throw", "unreachable", "prohibit", "blackhole", "nat", "anycast"}
+)
 
 
 _NFT_VOLATILE = [

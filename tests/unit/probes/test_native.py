@@ -320,3 +320,51 @@ def test_helper_binary_builds_once_and_can_be_turned_off(tmp_path: Path, monkeyp
     assert helper_binary(tmp_path / "tools") == built
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert helper_binary(tmp_path / "nocc") is None, "no compiler: no helper, and no exception"
+
+
+def test_native_authkeys_lists_what_the_scripts_awk_and_loop_list(native: Path, tmp_path: Path) -> None:
+    """Patterns with %h %u %U %%, relative and absolute, `none`, a keyword in any case and
+    repeated slashes, over this host's /etc/passwd; only existing regular files count."""
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    for name in ("root.keys", "0.uid", "daemon.keys"):
+        (keys / name).write_text("k\n")
+    (keys / "nobody.keys").mkdir()  # a directory is not a keys file
+    main = tmp_path / "sshd_config"
+    main.write_text("# comment\nPort 22\n")
+    extra = tmp_path / "extra.conf"
+    extra.write_text(
+        f"  authorizedKEYSfile {keys}//%u.keys none {keys}/%U.uid\t.ssh/authorized_keys\n"
+        f"AuthorizedKeysFile %h/../..{keys}/%%u-literal\n"
+    )
+    (keys / "%u-literal").write_text("k\n")
+    text = SCRIPT_PATH.read_text()
+    program = re.search(r"awk -F: -v pw=/etc/passwd '(.*?)' \"\$@\" /etc/passwd", text, re.S)
+    assert program is not None
+    env = {**os.environ, "LC_ALL": "C"}
+    paths = subprocess.run(
+        ["awk", "-F:", "-v", "pw=/etc/passwd", program.group(1), str(main), str(extra), "/etc/passwd"],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout.splitlines()
+    expected: list[str] = []
+    for p in [*paths, "/root/.ssh/authorized_keys", "/root/.ssh/authorized_keys2"]:
+        if os.path.isfile(p) and p not in expected:
+            expected.append(p)
+    got = subprocess.run(
+        [str(native), "authkeys", str(main), str(extra)], capture_output=True, text=True, env=env, check=True
+    ).stdout.splitlines()
+    assert got == expected
+    assert f"{keys}/root.keys" in got and f"{keys}/0.uid" in got and not any("nobody" in g for g in got)
+
+
+def test_native_timeout_behaves_as_coreutils_timeout(native: Path) -> None:
+    def both(*argv: str) -> tuple[int, int]:
+        env = {**os.environ, "LC_ALL": "C"}
+        a = subprocess.run(["timeout", *argv], capture_output=True, env=env).returncode
+        n = subprocess.run([str(native), "timeout", *argv], capture_output=True, env=env).returncode
+        return a, n
+
+    for argv in (["5", "true"], ["5", "sh", "-c", "exit 3"], ["1", "sleep", "5"], ["5", "/nonexistent/x"],
+                 ["5", "/etc/passwd"], ["5", "sh", "-c", "kill -9 $$"]):
+        a, n = both(*argv)
+        assert a == n, (argv, a, n)

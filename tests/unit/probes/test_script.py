@@ -88,8 +88,10 @@ case "$*" in
     while [ $i -lt 25 ]; do echo "ip: warning $i" >&2; i=$((i + 1)); done
     exit 3
     ;;
-  "route show") printf 'default via 10.0.0.1 dev eth0' ;;
-  "-6 route show") printf 'fe80::/64 dev eth0 proto kernel metric 256 pref medium\n' ;;
+  "route show table all")
+    printf 'local 10.0.0.5 dev eth0 table local proto kernel scope host src 10.0.0.5\n'
+    printf 'fe80::/64 dev eth0 proto kernel metric 256 pref medium\n'
+    printf 'default via 10.0.0.1 dev eth0' ;;
 esac
 """
 
@@ -100,7 +102,7 @@ def test_filter_caps_lines_keeps_stderr_and_frames_unterminated_output(shell: li
     out, parsed = _run(shell, "network", env={"TESTBED_PROBE_PATH": f"{tmp_path}:{SYSTEM_PATH}"})
     assert parsed["_meta"]["complete"] is True
     net = parsed["network"]
-    assert net["part_rc"] == {"addr": 3, "route": 0, "route6": 0}
+    assert net["part_rc"] == {"addr": 3, "route_all": 0}
     assert net["truncated"] == {"addr": {"max_lines": 2000, "more": 1, "long_lines": 1}}
     assert net["stderr"]["addr"] == [f"ip: warning {i}" for i in range(20)]
     assert len(net["addresses"]) == 1999  # 2000 lines kept, one of them the long junk line

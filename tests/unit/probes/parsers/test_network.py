@@ -163,3 +163,40 @@ def test_a_multipath_route_is_one_route_with_its_nexthops() -> None:
         " nexthop via 10.0.21.2 dev eth2 weight 1",
         "10.0.12.0/30 dev eth1 proto kernel scope link src 10.0.12.1",
     ]
+
+
+def test_routes_of_every_table_give_what_ip_route_and_ip_6_route_give() -> None:
+    """`ip route show table all` (one process on the guest) parsed into the main table's IPv4
+    and IPv6 routes: the same strings the two separate commands give."""
+    v4 = [
+        "default via 10.0.0.1 dev eth0 proto dhcp src 10.0.0.5 metric 100 ",
+        "10.20.0.0/24 nhid 22 proto ospf metric 20 ",
+        "\tnexthop via 10.0.12.2 dev eth1 weight 1 ",
+        "\tnexthop via 10.0.21.2 dev eth2 weight 1 ",
+        "10.9.0.0/24 dev table proto kernel scope link src 10.9.0.1 ",  # an interface named `table`
+        "unreachable 10.66.0.0/16 proto static ",
+    ]
+    v6 = [
+        "fd00::/64 dev eth0 proto kernel metric 256 expires 3500sec pref medium",
+        "unreachable ::/96 dev lo metric 1024 pref medium",
+        "2001:db8::/64 nhid 9 proto ospf metric 20 pref medium",
+        "\tnexthop via fe80::1 dev eth1 weight 1 ",
+        "\tnexthop via fe80::2 dev eth2 weight 1 ",
+        "default via fd00::1 dev eth0 metric 1024 pref medium",
+    ]
+    others = [
+        "172.16.0.0/24 dev wg0 table 51820 scope link ",
+        "local 10.0.0.5 dev eth0 table local proto kernel scope host src 10.0.0.5 ",
+        "broadcast 10.0.0.255 dev eth0 table local proto kernel scope link src 10.0.0.5 ",
+        "local fd00::5 dev eth0 table local proto kernel metric 0 pref medium",
+        "multicast ff00::/8 dev eth0 table local proto kernel metric 256 pref medium",
+    ]
+    separate = parse_snapshot(
+        render_snapshot({"network": [("addr", 0, ""), ("route", 0, "\n".join(v4)), ("route6", 0, "\n".join(v6))]})
+    )["network"]
+    combined = parse_snapshot(
+        render_snapshot({"network": [("addr", 0, ""), ("route_all", 0, "\n".join([*v4, others[0], *v6, *others[1:]]))]})
+    )["network"]
+    assert combined["routes"] == separate["routes"] and combined["routes6"] == separate["routes6"]
+    assert len(combined["routes"]) == 4 and len(combined["routes6"]) == 4
+    assert "10.9.0.0/24 dev table proto kernel scope link src 10.9.0.1" in combined["routes"]
