@@ -24,6 +24,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -51,7 +52,28 @@ async def batch(attempts: int, task_id: str, agent: str, *, warm: bool) -> tuple
             print(f"{'warm' if warm else 'cold'} run {attempt}: {result.outcome} in {durations[-1]:.1f} s", flush=True)
         if warm:
             starts.store.remove()
+    print_phases(db, "warm" if warm else "cold")
     return time.monotonic() - t0, durations, outcomes
+
+
+def print_phases(db: Any, mode: str) -> None:
+    """Where each kind of run spent its time: the median seconds of every phase, for the
+    cold runs, the build and the restores (from the runs' `phases` rows)."""
+    from sqlalchemy import select
+
+    from testbed.db.models import Phase, Run
+
+    kinds: dict[str, dict[str, list[float]]] = {}
+    with db() as session:
+        for run in session.scalars(select(Run).order_by(Run.attempt)):
+            how = ((run.config or {}).get("fast_reset") or {}).get("mode", "cold")
+            spent = kinds.setdefault(how, {})
+            for phase in session.scalars(select(Phase).where(Phase.run_id == run.id)):
+                if phase.finished_at is not None:
+                    spent.setdefault(phase.name, []).append((phase.finished_at - phase.started_at).total_seconds())
+    for how, spent in kinds.items():
+        parts = ", ".join(f"{name} {statistics.median(v):.1f}" for name, v in spent.items())
+        print(f"{mode} {how} phases (median s): {parts}", flush=True)
 
 
 async def main(attempts: int, task_id: str, agent: str) -> str:

@@ -32,6 +32,7 @@ from .conftest import ROOT, assert_clean, leftovers, run_cli
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(1800)]
 
 TASK = "web-port-conflict"
+MAX_SAVED_MIB = 150  # a 512 MiB debian-12 guest after setup: about 220 MiB saved without zerofree
 AUTH = {"Authorization": "Bearer fr-token"}
 LOOK = (
     "echo files=$(ls /root | grep ^episode | tr '\\n' ' '); "
@@ -155,6 +156,12 @@ def test_concurrent_episodes_restored_from_one_state(vm_home: Path, tmp_path: Pa
             assert {"before_setup", "after_setup", "after_agent"} <= points
             setup = list(s.scalars(select(Command.command).where(Command.run_id == run_id, Command.phase == "setup")))
             assert setup and any("legacy-http" in cmd for cmd in setup)
+        # before the save the guest's free memory was zeroed (tbprobe zerofree), once
+        zeroed = s.scalars(
+            select(Command).where(Command.run_id == run_ids[0], Command.command.contains(" zerofree"))
+        ).all()
+        assert len(zeroed) == 1 and zeroed[0].exit_code == 0, [(z.command, z.exit_code, z.stderr) for z in zeroed]
+        assert int(zeroed[0].stdout.split()[1]) >= 64, zeroed[0].stdout  # "zeroed N MiB"
         detail = s.scalars(select(Phase.detail).where(Phase.run_id == run_ids[1], Phase.name == "setup")).one()
         assert detail and "restored from saved state" in detail and run_ids[0] in detail
     # after the episodes: only the slot (its files and its lease) remains
@@ -163,6 +170,10 @@ def test_concurrent_episodes_restored_from_one_state(vm_home: Path, tmp_path: Pa
     assert left["leases"] == [], left  # `leftovers` leaves out the leases saved states keep
     states = list((vm_home / "states" / TASK).iterdir())
     assert len(states) == 1 and (states[0] / "meta.json").is_file()
+    # what every restore loads: the memory in use, not the guest's RAM (zero pages are flags)
+    saved_mib = sum(f.stat().st_size for f in states[0].glob("*.mem")) / 2**20
+    print(f"saved memory image {saved_mib:.0f} MiB")
+    assert saved_mib < MAX_SAVED_MIB, saved_mib
     slot_lab = json.loads((states[0] / "meta.json").read_text())["lab_id"]
     assert slot_lab in json.loads((vm_home / "leases" / "leases.json").read_text()), "the slot keeps its lease"
     listed = run_cli("state", "list").stdout
