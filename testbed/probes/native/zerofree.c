@@ -1,8 +1,8 @@
 /* See zerofree.h. The kernel hands out anonymous pages zero-filled: faulting in free memory
  * (touching each page with a zero) and unmapping it again leaves those pages zero in the
- * free lists. It stops a reserve short
- * of MemFree (the larger of 32 MiB and 1/16 of MemTotal), checking MemFree before every 8 MiB
- * chunk, so nothing else in the guest runs short; it prints the MiB it zeroed. */
+ * free lists. It stops a reserve short of MemFree (the larger of 32 MiB and 1/16 of
+ * MemTotal), checking MemFree before every 8 MiB chunk, so nothing else in the guest runs
+ * short; it prints the MiB it zeroed. */
 #define _GNU_SOURCE
 #include "zerofree.h"
 
