@@ -130,15 +130,11 @@ async def build_image(
     _require_tools(image)
     # builds of one key take turns (two sessions building one recipe would share a staging
     # directory); whoever waited finds the other's result in the cache
-    async with file_lock(store.root / ".locks" / f"{key}.lock"):
+    async with file_lock(store.writer_lock(key)):
         if not force and (cached := _cached(image, store, key)) is not None:
             return cached
-        staging = store.staging_dir(image.name, key)
-        try:
+        with store.staged(image.name, key) as staging:
             return await _build_into(image, source, key, staging, store, progress)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
 
 
 def _cached(image: ImageDef, store: ImageStore, key: str) -> StoredImage | None:

@@ -36,6 +36,7 @@ from urllib.request import url2pathname
 
 import httpx
 
+from testbed.aio import file_lock
 from testbed.errors import HarnessError, InputError
 from testbed.images.store import ImageManifest, ImageStore, StoredImage
 from testbed.model.images import DebootstrapSource, ImageDef, UrlSource, UserSource
@@ -263,17 +264,18 @@ async def pull_image(
     if urlparse(source.url).scheme not in ("http", "https", "file"):
         raise InputError(_definition(image), "source.url", "must be an http, https or file URL")
     _, key = source.checksum
-    cached = store.get(image.name, key)
-    if cached is not None:
-        store.commit_pointer(image.name, key)
-        return cached
-    staging = store.staging_dir(image.name, key)
-    try:
-        return await _pull_into(image, source, staging, store, progress, transport)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        _remove_if_empty(store.image_dir(image.name))
-        raise
+    # pulls of one image take turns, as builds do (testbed.images.build)
+    async with file_lock(store.writer_lock(key)):
+        cached = store.get(image.name, key)
+        if cached is not None:
+            store.commit_pointer(image.name, key)
+            return cached
+        try:
+            with store.staged(image.name, key) as staging:
+                return await _pull_into(image, source, staging, store, progress, transport)
+        except BaseException:
+            _remove_if_empty(store.image_dir(image.name))
+            raise
 
 
 async def _pull_into(

@@ -18,10 +18,12 @@ the image it points to makes the link's image absent (`get` returns None), never
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import shutil
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,6 +118,21 @@ class ImageStore:
             shutil.rmtree(staging)
         staging.mkdir(parents=True)
         return staging
+
+    @contextlib.contextmanager
+    def staged(self, name: str, key: str) -> Iterator[Path]:
+        """`staging_dir` for the block, removed when the block raises (a writer that fails
+        or is interrupted leaves nothing behind)."""
+        staging = self.staging_dir(name, key)
+        try:
+            yield staging
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    def writer_lock(self, key: str) -> Path:
+        """The lock file writers of `key` take turns on (`testbed.aio.file_lock`)."""
+        return self.root / ".locks" / f"{key}.lock"
 
     def commit(self, staging: Path, manifest: ImageManifest) -> StoredImage:
         """Write the manifest, move `staging` into place and make it current."""

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from testbed.probes import SCRIPT_PATH, parse_snapshot
-from testbed.probes.native import binary_name, build, helper_binary
+from testbed.probes.native import binary_name, helper_binary
 from tests.unit.probes import test_script
 from tests.unit.probes.test_script import SYSTEM_PATH, TREE_PROBES, _tree_env, tricky  # noqa: F401
 
@@ -27,13 +27,8 @@ STAT_X = 'regular file\t644\t0\t0\t0\t0\t5\t1\t"/x"\n'
 
 
 @pytest.fixture(scope="module")
-def native(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The helper, built from this tree (CI installs gcc and the static C library)."""
-    if not (shutil.which("cc") or shutil.which("gcc")):
-        pytest.skip("needs a C compiler to build the native helper (scripts/setup-host.sh installs gcc)")
-    dest = tmp_path_factory.mktemp("native") / binary_name()
-    build(dest)
-    return dest
+def native(native_helper: Path) -> Path:
+    return native_helper
 
 
 def _awk_filter(tmp_path: Path) -> Path:

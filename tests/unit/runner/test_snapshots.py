@@ -18,7 +18,7 @@ from testbed.db.engine import open_database
 from testbed.db.recorder import RunRecorder
 from testbed.guest.result import ExecResult
 from testbed.model.vocab import SnapshotPoint
-from testbed.probes.native import binary_name, build
+from testbed.probes.native import binary_name
 from testbed.runner.recording import CommandRecorder
 from testbed.testing.nodes import ScriptedNode
 
@@ -43,13 +43,9 @@ class LocalShell(ScriptedNode):
         return ExecResult(command, proc.returncode, text, errors, started, 1)
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not (shutil.which("cc") or shutil.which("gcc")):
-        pytest.skip("needs a C compiler to build the native helper (scripts/setup-host.sh installs gcc)")
-    dest = tmp_path_factory.mktemp("tools") / binary_name()
-    build(dest)
-    return dest
+@pytest.fixture()
+def built(native_helper: Path) -> Path:
+    return native_helper
 
 
 @pytest.fixture()
