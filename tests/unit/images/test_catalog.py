@@ -34,6 +34,7 @@ EXPECTED = {
     "sonic-vs",
     "frr-router",
     "frr-router-console",
+    "frr-router-13",
 }
 
 

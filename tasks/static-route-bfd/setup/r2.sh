@@ -1,0 +1,8 @@
+#!/bin/bash
+# r2: its site LAN (lan0, 10.20.0.1/24) and today's static route to r1's LAN over primary,
+# with nothing watching that path; saved.
+set -eu
+# lan0: the image's site-lan helper makes it a dummy interface, created at every boot
+/usr/local/sbin/site-lan lan0
+vtysh -c 'configure terminal' -c 'interface lan0' -c 'ip address 10.20.0.1/24' -c 'exit' \
+  -c 'ip route 10.10.0.0/24 10.0.12.1' -c 'end' -c 'write memory'
