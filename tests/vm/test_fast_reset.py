@@ -32,7 +32,7 @@ from .conftest import ROOT, assert_clean, leftovers, run_cli
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(1800)]
 
 TASK = "web-port-conflict"
-MAX_SAVED_MIB = 150  # a 512 MiB debian-12 guest after setup: about 220 MiB saved without zerofree
+MAX_SAVED_MIB = 280  # a 512 MiB debian-12 guest after setup: about 200 MiB saved (zeroed free pages are flags)
 AUTH = {"Authorization": "Bearer fr-token"}
 LOOK = (
     "echo files=$(ls /root | grep ^episode | tr '\\n' ' '); "
