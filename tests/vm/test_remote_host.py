@@ -33,6 +33,7 @@ from sqlalchemy import select
 from testbed.db.engine import open_database
 from testbed.db.models import Command, Run
 from testbed.hypervisor.xml import LabMetadata
+from testbed.testing.cli import read_job_id
 
 from .conftest import ROOT, assert_clean
 from .remote_host import RemoteHost, remote_lab_host
@@ -78,11 +79,6 @@ def _volumes(conn: libvirt.virConnect, pool: str) -> list[str]:
     return sorted(p.listVolumes())
 
 
-def _job_id(line: str) -> str:
-    assert line.startswith("job "), line
-    return line.split()[1]
-
-
 def test_job_on_a_remote_host_survives_a_killed_coordinator(
     vm_home: Path, tmp_path: Path, remote: RemoteHost
 ) -> None:
@@ -113,7 +109,7 @@ def test_job_on_a_remote_host_survives_a_killed_coordinator(
         )
         try:
             assert proc.stdout is not None
-            job_id = _job_id(proc.stdout.readline())
+            job_id = read_job_id(proc.stdout)
             deadline = time.monotonic() + 600
             while time.monotonic() < deadline and not _testbed_objects(conn)["domains"]:
                 assert proc.poll() is None, proc.stdout.read()

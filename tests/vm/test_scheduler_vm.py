@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from testbed.db.engine import open_database
 from testbed.db.models import Phase, Run
+from testbed.testing.cli import read_job_id
 
 from .conftest import ROOT, assert_clean, run_cli
 
@@ -147,7 +148,7 @@ def test_killed_coordinator_is_resumed_without_running_anything_twice(vm_home: P
     )
     try:
         assert proc.stdout is not None
-        job_id = _job_id(proc.stdout.readline())
+        job_id = read_job_id(proc.stdout)
         db = open_database(url)
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:  # wait until a guest is booting
@@ -193,7 +194,7 @@ def test_two_coordinators_share_a_job_on_postgres(vm_home: Path, tmp_path: Path)
         text=True,
     )
     assert first.stdout is not None
-    job_id = _job_id(first.stdout.readline())
+    job_id = read_job_id(first.stdout)
     second = launch("--resume", job_id, "--db", url, "--no-progress")
     out, _ = first.communicate(timeout=1500)
     assert first.returncode == 0, out
