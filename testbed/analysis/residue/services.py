@@ -20,12 +20,14 @@ from testbed.analysis.residue.model import REBOOT_POINT
 from testbed.probes.diff import ItemChange, ProbeDiff
 from testbed.probes.parsers.processes import descendants
 
+# systemd-fsckd: the fsck progress daemon of disk-booted images, socket-activated at boot
+# and gone after its idle timeout, so active in the first snapshots and inactive later
 _UNIT_NOISE = re.compile(
     r"^(user@\d+|user-runtime-dir@\d+|session-\S+|run-\S+|ssh@\S*|sshd@\S*|sshd-session@\S*|"
     r"apt-daily(-upgrade)?|man-db|systemd-tmpfiles-clean|logrotate|e2scrub\S*|fstrim|dpkg-db-backup|"
     r"motd-news|fwupd-refresh|phpsessionclean|anacron|systemd-hostnamed|systemd-timedated|systemd-localed|"
     r"systemd-userdbd|polkit|packagekit|systemd-update-utmp-runlevel|sysstat-collect|sysstat-summary|"
-    r"dnf-makecache|modprobe@\S+|systemd-fsck@\S+|systemd-coredump@\S+|getty@\S+|serial-getty@\S+|"
+    r"dnf-makecache|modprobe@\S+|systemd-fsck@\S+|systemd-fsckd|systemd-coredump@\S+|getty@\S+|serial-getty@\S+|"
     r"systemd-journal-flush|systemd-rfkill|apt-news|esm-cache|ua-timer|update-notifier\S*|"
     r"systemd-random-seed|systemd-backlight@\S+)\.(service|scope|timer|socket)$"
 )

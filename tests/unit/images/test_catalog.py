@@ -20,6 +20,7 @@ EXPECTED = {
     "debian-12",
     "debian-13",
     "debian-12-openrc",
+    "debian-12-disk",
     "debian-13-cloud",
     "debian-13-cloud-uefi",
     "ubuntu-24.04",

@@ -965,3 +965,18 @@ def test_temp_files_first_seen_after_the_reboot_are_not_residue(debian: dict[str
     ]
     reasons = {(e["probe"], e["key"]): e["reason"] for e in res.excluded}
     assert reasons[("tmp_files", "/tmp/mysql_upgrade-7O3ci1")] == "noise (a temp entry made during the reboot)"
+
+
+def test_the_fsck_daemon_exiting_after_boot_is_noise(debian: dict[str, Any]) -> None:
+    """A disk-booted guest (debian-12-disk) starts systemd-fsckd for the boot's fsck; it is
+    active in the setup snapshot and exits on its idle timeout during the agent's work."""
+    base = copy.deepcopy(debian)
+    base["services"]["units"]["systemd-fsckd.service"] = {
+        "load": "loaded", "active": "active", "sub": "running", "description": "File System Check Daemon"
+    }  # fmt: skip
+    after = copy.deepcopy(base)
+    after["services"]["units"]["systemd-fsckd.service"].update(active="inactive", sub="dead")
+    res = find_residue({"node": {"after_setup": base, "after_agent": after}}, [agent(1, "update-grub")])
+    assert res.findings == [], [f.summary for f in res.findings]
+    reasons = {e["key"]: e["reason"] for e in res.excluded if e["probe"] == "services"}
+    assert reasons["systemd-fsckd.service"].startswith("noise")
