@@ -1,14 +1,14 @@
 #!/bin/bash
-# Starting condition: the quota tools (package mirror), a 256 MiB ext4 image loop-mounted
-# on /srv/projects from /etc/fstab without quota options, a project directory per user
-# ({{ user }}'s with a file in it) and a shared directory anyone may write to.
+# Starting condition: the quota tools and e2fsprogs (package mirror; minbase images have no
+# mkfs.ext4), a 256 MiB ext4 image loop-mounted on /srv/projects from /etc/fstab without
+# quota options, a project directory per user ({{ user }}'s with a file in it) and a shared
+# directory anyone may write to.
 set -eu
 export DEBIAN_FRONTEND=noninteractive
-if ! command -v setquota >/dev/null 2>&1; then
+if ! command -v setquota >/dev/null 2>&1 || ! command -v mkfs.ext4 >/dev/null 2>&1; then
   apt-get update -q
-  apt-get install -y -q --no-install-recommends quota
+  apt-get install -y -q --no-install-recommends quota e2fsprogs
 fi
-# the package's boot-time quota service has nothing to do until a file system asks for quotas
 id -u {{ user }} >/dev/null 2>&1 || useradd --create-home --shell /bin/bash {{ user }}
 id -u devteam >/dev/null 2>&1 || useradd --create-home --shell /bin/bash devteam
 if [ ! -e /srv/projects.img ]; then
