@@ -4,6 +4,7 @@ job on PostgreSQL. Every test checks that no run row executed twice and nothing 
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
@@ -83,13 +84,6 @@ def _runs(db: sessionmaker[Session], job_id: str) -> list[Run]:
         return list(s.scalars(select(Run).where(Run.job_id == job_id).order_by(Run.created_at)))
 
 
-def _job_id(output: str) -> str:
-    for line in output.splitlines():
-        if line.startswith("job "):
-            return line.split()[1]
-    raise AssertionError(f"no job id in:\n{output}")
-
-
 def _assert_each_row_ran_at_most_once(db: sessionmaker[Session], job_id: str) -> None:
     with db() as s:
         for run in s.scalars(select(Run).where(Run.job_id == job_id)):
@@ -123,7 +117,7 @@ def _max_overlap(db: sessionmaker[Session], job_id: str) -> int:
 def test_three_runs_with_at_most_two_vms_at_once(vm_home: Path, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     proc = launch(str(ROOT / "jobs" / "smoke.yaml"), "--db", url, "--no-progress")
-    job_id = _job_id(proc.stdout)
+    job_id = read_job_id(io.StringIO(proc.stdout))
     db = open_database(url)
     runs = _runs(db, job_id)
     assert len(runs) == 3, proc.stdout

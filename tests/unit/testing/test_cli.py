@@ -10,8 +10,9 @@ from testbed.testing.cli import read_job_id
 
 
 def test_read_job_id_skips_lines_before_the_job_line() -> None:
-    stream = io.StringIO("some warning\n  context\njob 4f2a started\nrun 1\n")
-    assert read_job_id(stream) == "4f2a"
+    job = "4f2a" * 8
+    stream = io.StringIO(f"some warning\n  context\njob {job}\nrun 1\n")
+    assert read_job_id(stream) == job
     assert stream.readline() == "run 1\n"
 
 
