@@ -71,6 +71,8 @@ def print_phases(db: Any, mode: str) -> None:
             for phase in session.scalars(select(Phase).where(Phase.run_id == run.id)):
                 if phase.finished_at is not None:
                     spent.setdefault(phase.name, []).append((phase.finished_at - phase.started_at).total_seconds())
+                if phase.name == "save_state" and phase.detail:
+                    print(f"{mode} build: {phase.detail}", flush=True)
     for how, spent in kinds.items():
         parts = ", ".join(f"{name} {statistics.median(v):.1f}" for name, v in spent.items())
         print(f"{mode} {how} phases (median s): {parts}", flush=True)

@@ -95,6 +95,13 @@ async def _exercise(serial_cache: Path, tmp_path: Path) -> None:
             again = await box.exec("hostname")
             assert again.stdout.strip() == "box"
 
+            # cheap logins (images/guestfiles/configure.sh): the listener forks each
+            # connection without re-exec (`-r`, OpenSSH 9.2 here), and no login has run the
+            # dynamic motd (pam_motd would have written /run/motd.dynamic by now)
+            listener = await box.exec("tr '\\0' ' ' < /proc/$(cat /run/sshd.pid)/cmdline")
+            assert "-r" in listener.stdout.split(), listener.stdout
+            assert (await box.exec("test -e /run/motd.dynamic")).exit_code == 1
+
 
 async def _native_snapshots_match_portable_ones(box: LabNode, tmp_path: Path) -> None:
     """The first snapshot finds no helper on the fresh guest (exit EXIT_NO_HELPER before
