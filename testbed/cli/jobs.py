@@ -42,7 +42,7 @@ from testbed.render.format import timestamp
 from testbed.render.terminal import cell, json_text, shown_id
 from testbed.runtime import image_catalog
 from testbed.scheduler.coordinator import CoordinatorConfig, JobSummary
-from testbed.scheduler.launch import PreparedJob, create, load_prepared, prepare, resolve_job_id, run_job
+from testbed.scheduler.launch import PreparedJob, create, job_line, load_prepared, prepare, resolve_job_id, run_job
 from testbed.scheduler.progress import LineView, LiveView
 from testbed.scheduler.store import cancel_job
 
@@ -103,7 +103,7 @@ def launch_command(
         prepared = prepare(spec, project_root(), images, settings, file=job)
         sessions, job_id = _created(url, prepared)
     out = Console(highlight=False)
-    out.print(f"job {job_id}")
+    out.print(job_line(job_id))
     config = CoordinatorConfig(lease_ttl_s=lease_ttl, heartbeat_s=max(1.0, lease_ttl / 6))
     summary = _run_with_view(out, progress, sessions, job_id, prepared, settings, images, config)
     raise typer.Exit(_exit_status(out, summary, sessions, job_id))

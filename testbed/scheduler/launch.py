@@ -8,6 +8,8 @@
 - `create(db, prepared)` writes the job row and one pending run per cell x attempt in ONE
   transaction; the job's config records the spec, the project root and the task
   directories, so `--resume` needs nothing but the job id.
+- `job_line(job_id)` is the line `testbed launch` prints on stdout once the job exists,
+  and `job_id_in(text)` reads the id back from it (scripts and tests that drive the command).
 - `run_job(...)` reaps orphans of dead owners on the local hosts, then runs a coordinator
   with the real executor until the job is complete or it is stopped (SIGINT/SIGTERM:
   first graceful, second at once).
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +48,20 @@ from testbed.scheduler.leaseowner import coordinator_identity
 from testbed.scheduler.real import RunnerExecutor, TaskCatalog
 from testbed.scheduler.resources import Demand, HostSlot
 from testbed.scheduler.store import PendingRun, SqlRunStore
+
+JOB_LINE = re.compile(r"^job ([0-9a-f]{32})\b", re.MULTILINE)
+"""`job_line`'s pattern (a job id is a uuid4 hex of 32 characters, testbed.db.models)."""
+
+
+def job_line(job_id: str) -> str:
+    """The line `testbed launch` prints on stdout once the job and its runs exist."""
+    return f"job {job_id}"
+
+
+def job_id_in(text: str) -> str | None:
+    """The job id of the first `job_line` in `text` (output of `testbed launch`), or None."""
+    found = JOB_LINE.search(text)
+    return None if found is None else found.group(1)
 
 
 @dataclass

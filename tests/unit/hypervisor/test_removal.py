@@ -61,6 +61,36 @@ def test_unconfirmed_domain_keeps_directory_and_lease(tmp_path: Path) -> None:
     assert directory.exists() and lab_id in leases.all()  # nothing a new lab could reuse too early
 
 
+class SlowDestroyHypervisor:
+    """Each destroy waits like libvirt's does (its 200 ms look after SIGTERM); network
+    `badnet` fails."""
+
+    uri = "qemu+ssh://lab-host/system"
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    async def _destroy(self, name: str) -> bool:
+        self.events.append(f"start {name}")
+        await asyncio.sleep(0.05)
+        if name == "badnet":
+            raise HarnessError("cannot destroy network badnet: busy")
+        self.events.append(f"end {name}")
+        return True
+
+    destroy_domain = destroy_network = _destroy
+
+
+def test_domains_and_networks_are_destroyed_at_once_and_every_failure_is_reported(tmp_path: Path) -> None:
+    leases, lab_id, directory = _lab(tmp_path)
+    hv = SlowDestroyHypervisor()
+    remains = LabRemains(lab_id, str(directory), ("node",), ("net", "badnet"))
+    errors = asyncio.run(remove_lab(hv, None, remains, leases))  # type: ignore[arg-type]
+    assert hv.events[:3] == ["start node", "start net", "start badnet"]  # no wait for the domain
+    assert "end node" in hv.events and "end net" in hv.events
+    assert any("badnet: busy" in e for e in errors) and directory.exists() and lab_id in leases.all()
+
+
 def test_keep_lease_for_a_saved_state(tmp_path: Path) -> None:
     leases, lab_id, directory = _lab(tmp_path)
     errors = asyncio.run(
